@@ -1,0 +1,134 @@
+// tilelink/ll/signal.cuh — signal words: set/add on any rank, and bounded waits.
+//
+// A signal is a 64-bit word in the symmetric signal pool. Ops publish progress by *setting* a
+// signal to the epoch of the current call (Team::epoch) with release semantics; consumers wait
+// until the word is >= that epoch with acquire semantics. Epochs only grow, so a word left over
+// from an earlier call can never satisfy a later wait, and nothing is ever reset.
+//
+// Every wait is bounded by Team::wait_timeout_ns. On timeout the waiting thread fills the
+// rank's WaitReport (host-mapped), prints rank, site, tile, slot, expected and observed value,
+// and traps; the host turns that into a tilelink::Error naming the op.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include "tilelink/ll/identity.cuh"
+#include "tilelink/ll/memory_order.cuh"
+#include "tilelink/ll/team.cuh"
+#include "tilelink/ll/timer.cuh"
+
+namespace tilelink::ll {
+
+enum class SignalOp : int32_t { set = 0, add = 1 };
+
+// Where a wait happens, for the timeout report.
+struct WaitSite {
+  int64_t tile = -1;
+  const char* name = "signal_wait_until";
+};
+
+TL_HOST_DEVICE bool compare(uint64_t observed, Cmp cmp, uint64_t value) {
+  switch (cmp) {
+    case Cmp::eq: return observed == value;
+    case Cmp::ne: return observed != value;
+    case Cmp::ge: return observed >= value;
+    case Cmp::gt: return observed > value;
+    case Cmp::lt: return observed < value;
+    case Cmp::le: return observed <= value;
+  }
+  return false;
+}
+
+inline const char* cmp_name(Cmp c) {
+  switch (c) {
+    case Cmp::eq: return "==";
+    case Cmp::ne: return "!=";
+    case Cmp::ge: return ">=";
+    case Cmp::gt: return ">";
+    case Cmp::lt: return "<";
+    case Cmp::le: return "<=";
+  }
+  return "?";
+}
+
+#if defined(__CUDACC__)
+
+namespace detail {
+TL_DEVICE const char* cmp_name_device(Cmp c) {
+  switch (c) {
+    case Cmp::eq: return "==";
+    case Cmp::ne: return "!=";
+    case Cmp::ge: return ">=";
+    case Cmp::gt: return ">";
+    case Cmp::lt: return "<";
+    case Cmp::le: return "<=";
+  }
+  return "?";
+}
+}  // namespace detail
+
+// Records the first timeout of this rank in its WaitReport, prints it, and traps.
+__device__ __noinline__ inline void report_wait_timeout(const Team& t, const uint64_t* sig, Cmp cmp,
+                                                        uint64_t expected, uint64_t observed,
+                                                        uint64_t waited_ns, WaitSite site) {
+  int peer = owner_of(t, sig);
+  int64_t slot = -1;
+  if (peer >= 0) {
+    const uint64_t* pool = symm_at(t, t.signal_base, peer);
+    if (sig >= pool && sig < pool + t.signal_slots) slot = sig - pool;
+  }
+  if (t.report != nullptr && atomicCAS(&t.report->failed, 0, 1) == 0) {
+    WaitReport* r = t.report;
+    r->rank = t.rank;
+    r->slot = slot;
+    r->tile = site.tile;
+    r->expected = expected;
+    r->observed = observed;
+    r->cmp = static_cast<int32_t>(cmp);
+    r->peer = peer;
+    r->waited_ns = waited_ns;
+    int i = 0;
+    for (const char* s = site.name; s != nullptr && *s != '\0' && i + 1 < int(sizeof(r->site)); ++s)
+      r->site[i++] = *s;
+    r->site[i] = '\0';
+    __threadfence_system();
+  }
+  printf("tilelink: rank %d: %s timed out after %llu ms: tile %lld, signal slot %lld on rank %d: "
+         "expected %s %llu, observed %llu (block %d, thread %d)\n",
+         t.rank, site.name, (unsigned long long)(waited_ns / 1000000), (long long)site.tile,
+         (long long)slot, peer, detail::cmp_name_device(cmp), (unsigned long long)expected,
+         (unsigned long long)observed, int(blockIdx.x), int(threadIdx.x));
+  __trap();
+}
+
+// Spins until `cmp(*sig, value)` holds, reading with acquire semantics at scope S. Returns the
+// value that satisfied it. `sig` may be local or a peer's address (symm_at).
+template <Scope S = Scope::sys>
+TL_DEVICE uint64_t signal_wait_until(const Team& t, const uint64_t* sig, Cmp cmp, uint64_t value,
+                                     WaitSite site = {}) {
+  uint64_t v = ld<Order::acquire, S>(sig);
+  if (compare(v, cmp, value)) return v;
+  const uint64_t start = globaltimer();
+  for (uint32_t i = 1;; ++i) {
+    v = ld<Order::acquire, S>(sig);
+    if (compare(v, cmp, value)) return v;
+    if ((i & 63u) == 0) {
+      uint64_t waited = globaltimer() - start;
+      if (waited > t.wait_timeout_ns) report_wait_timeout(t, sig, cmp, value, v, waited, site);
+    }
+  }
+}
+
+// Sets or adds `value` to the signal `sig` (a local symmetric address) on rank `peer`, with
+// release semantics: every write this thread made before is visible to whoever acquires it.
+template <Scope S = Scope::sys>
+TL_DEVICE void signal_op(const Team& t, uint64_t* sig, uint64_t value, SignalOp op, int peer) {
+  uint64_t* p = symm_at(t, sig, peer);
+  if (op == SignalOp::set) st<Order::release, S>(p, value);
+  else red_add<Order::release, S>(p, value);
+}
+
+#endif  // __CUDACC__
+
+}  // namespace tilelink::ll

@@ -1,0 +1,55 @@
+// tilelink/ll/team.cuh — the device-side view of a world, passed to every kernel by value.
+//
+// A Team is plain data: which rank this kernel runs for, where every rank's symmetric heap is
+// mapped in this rank's address space, the signal pool, the epoch of the current op call, the
+// wait timeout and where a timed-out wait reports. The host builds it (Context::team()); the
+// device only reads it. Nothing here reads threadIdx: scope of cooperation is the caller's.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TL_HOST_DEVICE __host__ __device__ __forceinline__
+#define TL_DEVICE __device__ __forceinline__
+#else
+#define TL_HOST_DEVICE inline
+#define TL_DEVICE inline
+#endif
+
+namespace tilelink::ll {
+
+// Upper bound on ranks one Team can address (one NVLink domain). Problem sizes and the actual
+// world size stay run-time values; this only sizes the peer table.
+inline constexpr int kMaxRanks = 8;
+
+// Comparison used by signal waits.
+enum class Cmp : int32_t { eq = 0, ne, ge, gt, lt, le };
+
+// Filled by the first wait that times out, in host-mapped pinned memory, so the host can still
+// read it after the kernel trapped and the CUDA context is gone.
+struct WaitReport {
+  int32_t failed;     // 0 until a wait timed out; the first reporter claims it with atomicCAS
+  int32_t rank;       // rank whose wait timed out
+  int64_t slot;       // signal slot index within that rank's pool, -1 if not a pool signal
+  int64_t tile;       // tile id the wait was for, -1 if none
+  uint64_t expected;  // value compared against
+  uint64_t observed;  // last value read
+  int32_t cmp;        // Cmp
+  int32_t peer;       // rank that owns the signal word (== rank for local waits)
+  uint64_t waited_ns; // how long it waited
+  char site[48];      // which wait: "consumer_tile_wait", "barrier_all", ...
+};
+
+struct Team {
+  int32_t rank;
+  int32_t num_ranks;
+  char* heap_base[kMaxRanks];  // each rank's symmetric heap, as mapped in this rank's address space
+  uint64_t heap_bytes;         // size of every rank's heap (equal across ranks)
+  uint64_t* signal_base;       // this rank's signal pool (inside its heap, at the same offset everywhere)
+  uint64_t signal_slots;       // number of 64-bit slots in the pool
+  uint64_t epoch;              // bumped by the host once per op call; signals compare against it
+  uint64_t wait_timeout_ns;    // bound on every wait (TILELINK_WAIT_TIMEOUT_MS)
+  WaitReport* report;          // host-mapped pinned memory
+};
+
+}  // namespace tilelink::ll

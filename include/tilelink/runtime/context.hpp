@@ -1,0 +1,152 @@
+// tilelink/runtime/context.hpp — one rank's handle on a world.
+//
+// Ops are written once, SPMD, against a Context: they ask it for symmetric memory and signal
+// slots (collectively, at equal offsets on every rank), bump the epoch once per call, build the
+// device view (ll::Team) for their kernels, and check their inputs are the same on every rank.
+// A World (in-process threads, or MPI processes) creates one Context per rank.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tilelink/ll/team.cuh"
+#include "tilelink/runtime/error.hpp"
+
+namespace tilelink {
+
+struct WorldOptions {
+  size_t heap_bytes = 0;        // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
+  size_t signal_slots = 0;      // per rank; 0: 65536 (512 KiB of the heap)
+  uint64_t wait_timeout_ms = 0; // 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000
+};
+
+// Collective plumbing among the ranks of one world: threads of one process, or MPI processes.
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Gathers `bytes` from every rank into `all` (size() * bytes, in rank order).
+  virtual void allgather(const void* mine, void* all, size_t bytes) = 0;
+  // Host barrier. Throws tilelink::Error if another rank failed or the barrier timed out.
+  virtual void barrier() = 0;
+};
+
+// How the peers' heaps got into this rank's address space, and who cleans them up.
+class PeerMapping {
+ public:
+  virtual ~PeerMapping() = default;
+};
+
+class Context {
+ public:
+  // Built by a World. `bootstrap` must outlive the Context.
+  Context(Bootstrap& bootstrap, int device, const WorldOptions& options);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Exchanges heap addresses with the peers (collective). Called once by the World.
+  void connect(bool same_process);
+
+  int rank() const { return rank_; }
+  int num_ranks() const { return num_ranks_; }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  const cudaDeviceProp& device_props() const { return props_; }
+  // Ranks of this world that run on this rank's GPU (1 when every rank has its own GPU).
+  int ranks_on_device() const { return ranks_on_device_; }
+  // SMs this rank's kernels may occupy: co-resident ranks split their GPU evenly, so persistent
+  // kernels of ranks that wait on each other always fit at the same time.
+  int sm_count() const { return props_.multiProcessorCount / ranks_on_device_; }
+
+  // ---- symmetric memory: collective, same sizes in the same order on every rank ----------
+  void* symmetric_alloc(size_t bytes, const char* what);
+  template <class T>
+  T* symmetric_alloc_n(size_t n, const char* what) {
+    return static_cast<T*>(symmetric_alloc(n * sizeof(T), what));
+  }
+  // Zero-initialised 64-bit signal slots from the signal pool.
+  uint64_t* signal_alloc(size_t count, const char* what);
+  // A buffer cached under `key`: allocated on first use, reallocated (collectively) if a later
+  // call needs more. Ops use these so repeated calls allocate nothing.
+  void* symmetric_workspace(const std::string& key, size_t bytes);
+  uint64_t* signal_workspace(const std::string& key, size_t count);
+  // Bytes still free in the heap.
+  size_t heap_free() const { return heap_bytes_ - heap_used_; }
+
+  // Host-side symm_at: address of the symmetric object `local` on rank `peer`, as mapped here.
+  template <class T>
+  T* peer_ptr(T* local, int peer) const {
+    auto offset = reinterpret_cast<const char*>(local) - heap_base_[rank_];
+    return reinterpret_cast<T*>(heap_base_[peer] + offset);
+  }
+  bool is_symmetric(const void* p, size_t bytes = 1) const;
+
+  // ---- per-call state ---------------------------------------------------------------------
+  // Starts an op call: bumps the epoch every signal of this call is compared against.
+  uint64_t begin_op(const char* op);
+  uint64_t epoch() const { return epoch_; }
+  const char* current_op() const { return op_.c_str(); }
+  ll::Team team() const;
+
+  // ---- host collectives -------------------------------------------------------------------
+  void barrier() { bootstrap_.barrier(); }
+  void allgather(const void* mine, void* all, size_t bytes) { bootstrap_.allgather(mine, all, bytes); }
+  // Throws (on every rank) unless every rank passed the same value.
+  template <class T>
+  void require_uniform(const T& value, const char* op, const char* what) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::vector<T> all(num_ranks_);
+    allgather(&value, all.data(), sizeof(T));
+    for (int r = 0; r < num_ranks_; ++r)
+      if (std::memcmp(&all[r], &all[0], sizeof(T)) != 0) {
+        if constexpr (std::is_arithmetic_v<T>)
+          detail::fail(op, ": ", what, " differs across ranks (rank 0 has ", all[0], ", rank ", r,
+                       " has ", all[r], ")");
+        else
+          detail::fail(op, ": ", what, " differs across ranks (rank 0 and rank ", r, ")");
+      }
+  }
+
+  // Waits for this rank's stream. If a kernel failed, throws an Error naming `op`, this rank, and
+  // — when a bounded wait timed out on any rank this process can see — the rank, site, tile,
+  // signal slot, expected and observed value of that wait.
+  void synchronize(const char* op);
+  // Translates a failed CUDA status from a launch or sync of `op` into an Error (as above).
+  [[noreturn]] void raise(const char* op, cudaError_t err);
+  // The wait reports of the ranks this process can read (all ranks in-process, self otherwise).
+  void add_visible_report(ll::WaitReport* r) { visible_reports_.push_back(r); }
+  ll::WaitReport* wait_report() const { return report_; }
+
+  Bootstrap& bootstrap() { return bootstrap_; }
+
+ private:
+  Bootstrap& bootstrap_;
+  int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  size_t heap_bytes_ = 0, heap_used_ = 0, signal_slots_ = 0, signal_used_ = 0;
+  char* heap_ = nullptr;                       // this rank's heap (cudaMalloc)
+  char* heap_base_[ll::kMaxRanks] = {};        // every rank's heap as mapped here
+  uint64_t* signal_pool_ = nullptr;            // first bytes of the heap
+  uint64_t wait_timeout_ns_ = 0;
+  uint64_t epoch_ = 0;
+  std::string op_ = "(none)";
+  ll::WaitReport* report_ = nullptr;           // host-mapped pinned
+  ll::WaitReport* report_device_ = nullptr;    // its device address
+  std::vector<ll::WaitReport*> visible_reports_;
+  std::unique_ptr<PeerMapping> peers_;
+  struct Workspace { void* ptr; size_t bytes; };
+  std::map<std::string, Workspace> workspaces_;
+};
+
+}  // namespace tilelink
