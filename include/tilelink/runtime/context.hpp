@@ -129,6 +129,15 @@ class Context {
 
   Bootstrap& bootstrap() { return bootstrap_; }
 
+  // Host-side state an op keeps for the life of the context (its streams, events, last epoch,
+  // validated shapes), created on first use as T(Context&).
+  template <class T>
+  T& op_state(const std::string& key) {
+    auto& slot = op_states_[key];
+    if (!slot) slot = std::make_shared<T>(*this);
+    return *static_cast<T*>(slot.get());
+  }
+
  private:
   Bootstrap& bootstrap_;
   int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1;
@@ -147,6 +156,8 @@ class Context {
   std::unique_ptr<PeerMapping> peers_;
   struct Workspace { void* ptr; size_t bytes; };
   std::map<std::string, Workspace> workspaces_;
+  // Declared last: destroyed first, while the device, heap and streams are still alive.
+  std::map<std::string, std::shared_ptr<void>> op_states_;
 };
 
 }  // namespace tilelink
