@@ -22,6 +22,12 @@ namespace tilelink::ll {
 // world size stay run-time values; this only sizes the peer table.
 inline constexpr int kMaxRanks = 8;
 
+// Signal slots every rank reserves for barrier_all / sync_all (ll/barrier.cuh): slot r of rank p
+// holds the last barrier generation rank r announced to p. Context reserves them once, zeroed,
+// in its signal pool and points Team::barrier_slots at them; they are never reset (generations
+// only grow), so barriers are reusable any number of times per kernel and across op calls.
+inline constexpr int kBarrierSlots = kMaxRanks;
+
 // Comparison used by signal waits.
 enum class Cmp : int32_t { eq = 0, ne, ge, gt, lt, le };
 
@@ -50,6 +56,9 @@ struct Team {
   uint64_t epoch;              // bumped by the host once per op call; signals compare against it
   uint64_t wait_timeout_ns;    // bound on every wait (TILELINK_WAIT_TIMEOUT_MS)
   WaitReport* report;          // host-mapped pinned memory
+  uint64_t* barrier_slots;     // kBarrierSlots slots of this rank's signal pool, reserved by the
+                               // Context for barrier_all/sync_all (same offset on every rank);
+                               // nullptr makes every barrier trap with a message saying so
 };
 
 }  // namespace tilelink::ll
