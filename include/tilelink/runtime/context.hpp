@@ -19,13 +19,17 @@
 
 #include "tilelink/ll/team.cuh"
 #include "tilelink/runtime/error.hpp"
+#include "tilelink/runtime/heap_layout.hpp"
+#include "tilelink/runtime/op_sequence.hpp"
 
 namespace tilelink {
 
 struct WorldOptions {
-  size_t heap_bytes = 0;        // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
-  size_t signal_slots = 0;      // per rank; 0: 65536 (512 KiB of the heap)
-  uint64_t wait_timeout_ms = 0; // 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000
+  size_t heap_bytes = 0;           // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
+  size_t signal_slots = 0;         // per rank; 0: $TILELINK_SIGNAL_SLOTS, else 65536 (512 KiB)
+  uint64_t wait_timeout_ms = 0;    // 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000
+  uint64_t barrier_timeout_ms = 0; // host barriers (in-process); 0: $TILELINK_BARRIER_TIMEOUT_MS,
+                                   // else max(4 x wait timeout, 60 s)
 };
 
 // Collective plumbing among the ranks of one world: threads of one process, or MPI processes.
@@ -54,8 +58,12 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // Exchanges heap addresses with the peers (collective). Called once by the World.
+  // Exchanges heap addresses with the peers (collective). Called once by the World:
+  // same_process: raw pointers; otherwise CUDA IPC handles, opened here.
   void connect(bool same_process);
+  // Drops the mappings of the peers' heaps. Multi-process worlds call it on every rank, then
+  // barrier, before any rank frees its heap.
+  void disconnect();
 
   int rank() const { return rank_; }
   int num_ranks() const { return num_ranks_; }
@@ -81,7 +89,8 @@ class Context {
   void* symmetric_workspace(const std::string& key, size_t bytes);
   uint64_t* signal_workspace(const std::string& key, size_t count);
   // Bytes still free in the heap.
-  size_t heap_free() const { return heap_bytes_ - heap_used_; }
+  size_t heap_free() const { return layout_.free_bytes(); }
+  const HeapLayout& heap_layout() const { return layout_; }
 
   // Host-side symm_at: address of the symmetric object `local` on rank `peer`, as mapped here.
   template <class T>
@@ -94,8 +103,8 @@ class Context {
   // ---- per-call state ---------------------------------------------------------------------
   // Starts an op call: bumps the epoch every signal of this call is compared against.
   uint64_t begin_op(const char* op);
-  uint64_t epoch() const { return epoch_; }
-  const char* current_op() const { return op_.c_str(); }
+  uint64_t epoch() const { return ops_.epoch(); }
+  const char* current_op() const { return ops_.op().c_str(); }
   ll::Team team() const;
 
   // ---- host collectives -------------------------------------------------------------------
@@ -143,19 +152,23 @@ class Context {
   int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
-  size_t heap_bytes_ = 0, heap_used_ = 0, signal_slots_ = 0, signal_used_ = 0;
+  HeapLayout layout_;                          // offsets of everything carved from the heap
   char* heap_ = nullptr;                       // this rank's heap (cudaMalloc)
   char* heap_base_[ll::kMaxRanks] = {};        // every rank's heap as mapped here
   uint64_t* signal_pool_ = nullptr;            // first bytes of the heap
   uint64_t wait_timeout_ns_ = 0;
-  uint64_t epoch_ = 0;
-  std::string op_ = "(none)";
+  OpSequence ops_;
+  uint64_t* barrier_slots_ = nullptr;          // ll::kBarrierSlots slots reserved in the pool
   ll::WaitReport* report_ = nullptr;           // host-mapped pinned
   ll::WaitReport* report_device_ = nullptr;    // its device address
   std::vector<ll::WaitReport*> visible_reports_;
   std::unique_ptr<PeerMapping> peers_;
-  struct Workspace { void* ptr; size_t bytes; };
-  std::map<std::string, Workspace> workspaces_;
+
+  // Collective: throws on every rank unless all asked `call` for the same amount.
+  void agree_on_request(const char* call, const std::string& what, uint64_t amount,
+                        const char* unit);
+  [[noreturn]] void rethrow_with_rank(const Error& e) const;
+  void release() noexcept;
   // Declared last: destroyed first, while the device, heap and streams are still alive.
   std::map<std::string, std::shared_ptr<void>> op_states_;
 };

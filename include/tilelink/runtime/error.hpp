@@ -26,6 +26,11 @@ template <class... Parts>
 }
 
 [[noreturn]] void fail_cuda(cudaError_t err, const char* call, const char* file, int line);
+
+// The rank the calling host thread works for (-1: none). Worlds set it on every rank's thread so
+// that errors raised by TL_CUDA_CHECK deep inside a call still say which rank failed.
+void set_thread_rank(int rank);
+int thread_rank();
 }  // namespace detail
 
 }  // namespace tilelink

@@ -1,0 +1,249 @@
+// One rank's handle on a world: its heap, signal pool, stream, epoch and wait report.
+#include "tilelink/runtime/context.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include "check.hpp"
+#include "failure_message.hpp"
+#include "options.hpp"
+
+namespace tilelink {
+
+using detail::check_cuda;
+
+namespace {
+
+// The peers' heaps of a multi-process world, opened from CUDA IPC handles.
+class IpcPeerMapping final : public PeerMapping {
+ public:
+  explicit IpcPeerMapping(int device) : device_(device) {}
+  ~IpcPeerMapping() override {
+    cudaSetDevice(device_);
+    for (void* p : opened_) cudaIpcCloseMemHandle(p);  // best effort: nothing to report to
+    cudaGetLastError();
+  }
+  void add(void* p) { opened_.push_back(p); }
+
+ private:
+  int device_;
+  std::vector<void*> opened_;
+};
+
+}  // namespace
+
+Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
+    : bootstrap_(bootstrap), rank_(bootstrap.rank()), num_ranks_(bootstrap.size()), device_(device) {
+  TL_REQUIRE(num_ranks_ >= 1 && num_ranks_ <= ll::kMaxRanks, "tilelink: a world of ", num_ranks_,
+             " ranks is not supported (1 to ", ll::kMaxRanks, ")");
+  const ResolvedOptions opt = resolve_options(options);
+  // symm_at is base + offset: every rank must carve the same layout from the same heap size.
+  require_uniform<uint64_t>(opt.heap_bytes, "tilelink world",
+                            "the symmetric heap size in bytes (TILELINK_HEAP_MB)");
+  require_uniform<uint64_t>(opt.signal_slots, "tilelink world",
+                            "the signal slots per rank (TILELINK_SIGNAL_SLOTS)");
+  layout_ = HeapLayout(opt.heap_bytes, opt.signal_slots);
+  wait_timeout_ns_ = opt.wait_timeout_ms * 1000000ull;
+  try {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
+    check_cuda(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties", device_);
+
+    // Ranks sharing this GPU, by UUID: device ordinals differ between processes.
+    std::vector<cudaUUID_t> uuids(num_ranks_);
+    allgather(&props_.uuid, uuids.data(), sizeof(cudaUUID_t));
+    ranks_on_device_ = 0;
+    for (const auto& u : uuids)
+      if (std::memcmp(&u, &props_.uuid, sizeof u) == 0) ++ranks_on_device_;
+
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", "cudaStreamNonBlocking, GPU ", device_);
+    const size_t heap_bytes = layout_.heap_bytes();
+    const cudaError_t err = cudaMalloc(&heap_, heap_bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      detail::fail(detail::rank_prefix(), ": cudaMalloc(", format_bytes(heap_bytes),
+                   ") for the symmetric heap on GPU ", device_, " failed: ", cudaGetErrorName(err),
+                   " (", cudaGetErrorString(err), "); ", ranks_on_device_,
+                   " rank(s) of this world share this GPU: lower TILELINK_HEAP_MB (MiB per rank)");
+    }
+    signal_pool_ = reinterpret_cast<uint64_t*>(heap_);
+    check_cuda(cudaMemsetAsync(heap_, 0, layout_.pool_bytes(), stream_), "cudaMemsetAsync",
+               "signal pool, ", layout_.pool_bytes(), " bytes");
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "after zeroing the signal pool");
+    // Same call on every rank, so the barrier slots sit at the same offset everywhere.
+    barrier_slots_ =
+        signal_pool_ + layout_.allocate_signals(ll::kBarrierSlots, "barrier slots (barrier_all)");
+
+    void* report = nullptr;
+    check_cuda(cudaHostAlloc(&report, sizeof(ll::WaitReport),
+                             cudaHostAllocMapped | cudaHostAllocPortable),
+               "cudaHostAlloc", sizeof(ll::WaitReport), " bytes, mapped, for the wait report");
+    report_ = static_cast<ll::WaitReport*>(report);
+    std::memset(report_, 0, sizeof(ll::WaitReport));
+    void* report_device = nullptr;
+    check_cuda(cudaHostGetDevicePointer(&report_device, report_, 0), "cudaHostGetDevicePointer",
+               "wait report");
+    report_device_ = static_cast<ll::WaitReport*>(report_device);
+    heap_base_[rank_] = heap_;
+    visible_reports_.push_back(report_);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Context::~Context() { release(); }
+
+void Context::release() noexcept {
+  op_states_.clear();  // their streams and events live on this device: before anything else
+  cudaSetDevice(device_);
+  if (stream_ != nullptr) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+  peers_.reset();
+  if (heap_ != nullptr) cudaFree(heap_);
+  if (report_ != nullptr) cudaFreeHost(report_);
+  heap_ = nullptr;
+  report_ = nullptr;
+  cudaGetLastError();  // a failed world leaves sticky errors; teardown has nobody to tell
+}
+
+void Context::connect(bool same_process) {
+  if (same_process) {
+    std::vector<uint64_t> bases(num_ranks_);
+    const uint64_t mine = reinterpret_cast<uintptr_t>(heap_);
+    allgather(&mine, bases.data(), sizeof mine);
+    for (int r = 0; r < num_ranks_; ++r) heap_base_[r] = reinterpret_cast<char*>(bases[r]);
+  } else {
+    cudaIpcMemHandle_t handle{};
+    check_cuda(cudaIpcGetMemHandle(&handle, heap_), "cudaIpcGetMemHandle", "symmetric heap of ",
+               format_bytes(layout_.heap_bytes()), " on GPU ", device_);
+    std::vector<cudaIpcMemHandle_t> handles(num_ranks_);
+    allgather(&handle, handles.data(), sizeof handle);
+    auto mapping = std::make_unique<IpcPeerMapping>(device_);
+    for (int r = 0; r < num_ranks_; ++r) {
+      if (r == rank_) continue;
+      void* p = nullptr;
+      check_cuda(cudaIpcOpenMemHandle(&p, handles[r], cudaIpcMemLazyEnablePeerAccess),
+                 "cudaIpcOpenMemHandle", "heap of rank ", r, ", cudaIpcMemLazyEnablePeerAccess, on GPU ",
+                 device_);
+      mapping->add(p);
+      heap_base_[r] = static_cast<char*>(p);
+    }
+    peers_ = std::move(mapping);
+  }
+  barrier();  // nobody signals a peer before that peer is mapped everywhere
+}
+
+void Context::disconnect() {
+  cudaSetDevice(device_);
+  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  peers_.reset();
+  for (int r = 0; r < num_ranks_; ++r)
+    if (r != rank_) heap_base_[r] = nullptr;
+}
+
+void Context::rethrow_with_rank(const Error& e) const {
+  throw Error("tilelink rank " + std::to_string(rank_) + ": " + e.what());
+}
+
+void Context::agree_on_request(const char* call, const std::string& what, uint64_t amount,
+                               const char* unit) {
+  struct Request {
+    uint64_t amount;
+    char what[56];
+  };
+  Request mine{amount, {}};
+  std::strncpy(mine.what, what.c_str(), sizeof(mine.what) - 1);
+  std::vector<Request> all(num_ranks_);
+  allgather(&mine, all.data(), sizeof(Request));
+  for (int r = 0; r < num_ranks_; ++r) {
+    if (all[r].amount == amount) continue;
+    detail::fail("tilelink rank ", rank_, ": ", call, " '", what, "': the ranks asked for ",
+                 "different sizes: rank ", rank_, " asked for ", amount, " ", unit, ", rank ", r,
+                 " asked for ", all[r].amount, " ", unit, " (for '", all[r].what,
+                 "'); every rank must make the same allocations in the same order");
+  }
+}
+
+void* Context::symmetric_alloc(size_t bytes, const char* what) {
+  agree_on_request("symmetric_alloc", what, bytes, "bytes");
+  try {
+    return heap_ + layout_.allocate(bytes, what);
+  } catch (const Error& e) {
+    rethrow_with_rank(e);
+  }
+}
+
+uint64_t* Context::signal_alloc(size_t count, const char* what) {
+  agree_on_request("signal_alloc", what, count, "slots");
+  try {
+    return signal_pool_ + layout_.allocate_signals(count, what);
+  } catch (const Error& e) {
+    rethrow_with_rank(e);
+  }
+}
+
+void* Context::symmetric_workspace(const std::string& key, size_t bytes) {
+  if (auto offset = layout_.find_workspace(key, bytes)) return heap_ + *offset;
+  agree_on_request("symmetric_workspace", key, bytes, "bytes");
+  try {
+    return heap_ + layout_.grow_workspace(key, bytes);
+  } catch (const Error& e) {
+    rethrow_with_rank(e);
+  }
+}
+
+uint64_t* Context::signal_workspace(const std::string& key, size_t count) {
+  if (auto index = layout_.find_signal_workspace(key, count)) return signal_pool_ + *index;
+  agree_on_request("signal_workspace", key, count, "slots");
+  try {
+    return signal_pool_ + layout_.grow_signal_workspace(key, count);
+  } catch (const Error& e) {
+    rethrow_with_rank(e);
+  }
+}
+
+bool Context::is_symmetric(const void* p, size_t bytes) const {
+  const auto addr = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(heap_);
+  return heap_ != nullptr && addr >= base && layout_.contains(addr - base, bytes);
+}
+
+uint64_t Context::begin_op(const char* op) { return ops_.begin(op); }
+
+ll::Team Context::team() const {
+  ll::Team t{};
+  t.rank = rank_;
+  t.num_ranks = num_ranks_;
+  for (int r = 0; r < ll::kMaxRanks; ++r) t.heap_base[r] = heap_base_[r];
+  t.heap_bytes = layout_.heap_bytes();
+  t.signal_base = signal_pool_;
+  t.signal_slots = layout_.signal_slots();
+  t.epoch = ops_.epoch();
+  t.wait_timeout_ns = wait_timeout_ns_;
+  t.report = report_device_;
+  t.barrier_slots = barrier_slots_;
+  return t;
+}
+
+void Context::synchronize(const char* op) {
+  const cudaError_t err = cudaStreamSynchronize(stream_);
+  if (err != cudaSuccess) raise(op, err);
+}
+
+void Context::raise(const char* op, cudaError_t err) {
+  OpFailure f;
+  f.op = (op != nullptr && *op != '\0') ? op : ops_.op();
+  f.epoch = ops_.epoch();
+  f.rank = rank_;
+  f.device = device_;
+  f.error_name = cudaGetErrorName(err);
+  f.error_text = cudaGetErrorString(err);
+  std::vector<ll::WaitReport> reports;
+  for (const ll::WaitReport* r : visible_reports_) reports.push_back(snapshot(r));
+  throw Error(failure_message(f, reports));
+}
+
+}  // namespace tilelink

@@ -1,0 +1,32 @@
+// Turning a failed op call into the message of a tilelink::Error. Pure (no CUDA calls), so the
+// wording is tested on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilelink/ll/team.cuh"
+
+namespace tilelink {
+
+// One line about a timed-out wait: "rank 1: consumer_tile_wait timed out after 5000 ms waiting
+// for tile 3, signal slot 17 on rank 0: expected >= 5, observed 4".
+std::string describe_wait(const ll::WaitReport& report);
+
+struct OpFailure {
+  std::string op;          // the op whose launch or sync failed
+  uint64_t epoch = 0;      // its call number
+  int rank = -1, device = -1;
+  std::string error_name;  // cudaGetErrorName
+  std::string error_text;  // cudaGetErrorString
+};
+
+// The whole message: what failed where, then every wait report with failed != 0 (in rank order),
+// or a hint when no wait timed out.
+std::string failure_message(const OpFailure& failure, const std::vector<ll::WaitReport>& reports);
+
+// Copies a report the device may have written (host-mapped memory) into a plain value.
+ll::WaitReport snapshot(const volatile ll::WaitReport* report);
+
+}  // namespace tilelink

@@ -1,0 +1,90 @@
+// N ranks in one process: a thread per rank, rank r on GPU r % #GPUs, heaps shared by pointer.
+#include <set>
+#include <utility>
+
+#include "check.hpp"
+#include "options.hpp"
+#include "thread_bootstrap.hpp"
+#include "tilelink/runtime/world.hpp"
+
+namespace tilelink {
+
+using detail::check_cuda;
+
+struct InProcessWorld::Shared {
+  ThreadGroup group;
+  Shared(int n, std::chrono::milliseconds timeout) : group(n, timeout) {}
+};
+
+namespace {
+
+// Ranks on distinct GPUs address each other's heaps directly: enable peer access both ways.
+void enable_peer_access(const std::vector<int>& devices) {
+  const std::set<int> used(devices.begin(), devices.end());
+  if (used.size() < 2) return;
+  int previous = 0;
+  check_cuda(cudaGetDevice(&previous), "cudaGetDevice");
+  for (int a : used)
+    for (int b : used) {
+      if (a == b) continue;
+      int can = 0;
+      check_cuda(cudaDeviceCanAccessPeer(&can, a, b), "cudaDeviceCanAccessPeer", a, ", ", b);
+      TL_REQUIRE(can, "InProcessWorld: GPU ", a, " cannot access GPU ", b,
+                 " directly (no peer-to-peer path between them); run ranks on GPUs that have one,"
+                 " or fewer ranks");
+      check_cuda(cudaSetDevice(a), "cudaSetDevice", a);
+      const cudaError_t err = cudaDeviceEnablePeerAccess(b, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // another world did it
+      else check_cuda(err, "cudaDeviceEnablePeerAccess", "peer GPU ", b, " from GPU ", a);
+    }
+  check_cuda(cudaSetDevice(previous), "cudaSetDevice", previous);
+}
+
+}  // namespace
+
+InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
+  TL_REQUIRE(num_ranks >= 1 && num_ranks <= ll::kMaxRanks, "InProcessWorld: ", num_ranks,
+             " ranks requested; a world has 1 to ", ll::kMaxRanks, " ranks");
+  const ResolvedOptions resolved = resolve_options(options);
+  const int device_count = detail::visible_device_count("InProcessWorld");
+  std::vector<int> devices(num_ranks);
+  for (int r = 0; r < num_ranks; ++r) devices[r] = r % device_count;
+  enable_peer_access(devices);
+
+  shared_ = std::make_unique<Shared>(num_ranks,
+                                     std::chrono::milliseconds(resolved.barrier_timeout_ms));
+  for (int r = 0; r < num_ranks; ++r)
+    bootstraps_.push_back(std::make_unique<ThreadBootstrap>(shared_->group, r));
+  contexts_.resize(num_ranks);
+  // Contexts are built collectively (they agree on sizes and exchange heap addresses).
+  run_spmd(shared_->group, [&](int r) {
+    check_cuda(cudaSetDevice(devices[r]), "cudaSetDevice", devices[r]);
+    contexts_[r] = std::make_unique<Context>(*bootstraps_[r], devices[r], options);
+    contexts_[r]->connect(/*same_process=*/true);
+  });
+  // Every rank can read every rank's wait report: errors name whichever wait timed out.
+  for (auto& mine : contexts_)
+    for (auto& other : contexts_)
+      if (other != mine) mine->add_visible_report(other->wait_report());
+}
+
+InProcessWorld::~InProcessWorld() {
+  // Every stream must be idle before any heap goes away: kernels read their peers' heaps.
+  for (auto& c : contexts_)
+    if (c) {
+      cudaSetDevice(c->device());
+      cudaStreamSynchronize(c->stream());
+    }
+  cudaGetLastError();
+  contexts_.clear();
+}
+
+void InProcessWorld::run(const std::function<void(Context&)>& fn) {
+  run_spmd(shared_->group, [&](int r) {
+    Context& c = *contexts_[r];
+    check_cuda(cudaSetDevice(c.device()), "cudaSetDevice", c.device());
+    fn(c);
+  });
+}
+
+}  // namespace tilelink

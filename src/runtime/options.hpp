@@ -1,0 +1,35 @@
+// Resolution of WorldOptions against the environment: explicit options win, then the env vars,
+// then the defaults. Pure (the environment is passed in), so it is tested on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "tilelink/runtime/context.hpp"
+
+namespace tilelink {
+
+inline constexpr uint64_t kDefaultHeapMiB = 2048;
+inline constexpr uint64_t kDefaultSignalSlots = 65536;
+inline constexpr uint64_t kDefaultWaitTimeoutMs = 5000;
+inline constexpr uint64_t kMinBarrierTimeoutMs = 60000;
+
+struct ResolvedOptions {
+  size_t heap_bytes;            // per rank
+  size_t signal_slots;          // per rank
+  uint64_t wait_timeout_ms;     // bound on every device-side wait
+  uint64_t barrier_timeout_ms;  // bound on every host barrier of an in-process world
+};
+
+// Returns the value of an environment variable, or nullptr when it is unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Throws tilelink::Error naming the variable, its text and what it means when a set variable is
+// not an integer in [min, max].
+uint64_t parse_env_integer(const char* name, const char* text, uint64_t min, uint64_t max,
+                           const char* meaning);
+
+ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& env);
+ResolvedOptions resolve_options(const WorldOptions& options);  // from the process environment
+
+}  // namespace tilelink
