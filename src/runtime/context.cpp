@@ -95,8 +95,8 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
 Context::~Context() { release(); }
 
 void Context::release() noexcept {
-  op_states_.clear();  // their streams and events live on this device: before anything else
   cudaSetDevice(device_);
+  op_states_.clear();  // their streams and events live on this device: before anything else
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
