@@ -10,19 +10,36 @@ namespace tilelink::ll {
 TL_HOST_DEVICE int rank(const Team& t) { return t.rank; }
 TL_HOST_DEVICE int num_ranks(const Team& t) { return t.num_ranks; }
 
+// Rank r's heap base as mapped here. On the device this is a select chain over constant
+// indices rather than t.heap_base[r]: indexing the kernel-parameter array with a run-time value
+// would make every kernel copy its Team to local memory (a 128-byte stack frame per thread).
+TL_HOST_DEVICE char* heap_base_of(const Team& t, int r) {
+#if defined(__CUDA_ARCH__)
+  char* b = t.heap_base[0];
+#pragma unroll
+  for (int i = 1; i < kMaxRanks; ++i) b = (r == i) ? t.heap_base[i] : b;
+  return b;
+#else
+  return t.heap_base[r];
+#endif
+}
+
 // Address of the symmetric object `local` (an address in this rank's heap) on rank `peer`.
 // Symmetric objects sit at the same offset in every rank's heap, so this is base arithmetic.
 template <class T>
 TL_HOST_DEVICE T* symm_at(const Team& t, T* local, int peer) {
-  auto offset = reinterpret_cast<const char*>(local) - t.heap_base[t.rank];
-  return reinterpret_cast<T*>(t.heap_base[peer] + offset);
+  auto offset = reinterpret_cast<const char*>(local) - heap_base_of(t, t.rank);
+  return reinterpret_cast<T*>(heap_base_of(t, peer) + offset);
 }
 
 // Which rank's heap holds `p` in this rank's address space, or -1 if none does.
 TL_HOST_DEVICE int owner_of(const Team& t, const void* p) {
   auto c = reinterpret_cast<const char*>(p);
-  for (int r = 0; r < t.num_ranks; ++r)
-    if (c >= t.heap_base[r] && c < t.heap_base[r] + t.heap_bytes) return r;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int r = 0; r < kMaxRanks; ++r)
+    if (r < t.num_ranks && c >= t.heap_base[r] && c < t.heap_base[r] + t.heap_bytes) return r;
   return -1;
 }
 

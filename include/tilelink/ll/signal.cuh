@@ -68,50 +68,64 @@ TL_DEVICE const char* cmp_name_device(Cmp c) {
 }
 }  // namespace detail
 
-// Records the first timeout of this rank in its WaitReport, prints it, and traps.
-__device__ __noinline__ inline void report_wait_timeout(const Team& t, const uint64_t* sig, Cmp cmp,
-                                                        uint64_t expected, uint64_t observed,
-                                                        uint64_t waited_ns, WaitSite site) {
-  int peer = owner_of(t, sig);
-  int64_t slot = -1;
-  if (peer >= 0) {
-    const uint64_t* pool = symm_at(t, t.signal_base, peer);
-    if (sig >= pool && sig < pool + t.signal_slots) slot = sig - pool;
-  }
-  if (t.report != nullptr && atomicCAS(&t.report->failed, 0, 1) == 0) {
-    WaitReport* r = t.report;
-    r->rank = t.rank;
+// Records the first timeout of this rank in its WaitReport, prints it, and traps. Out of line
+// and given plain values (not the Team), so no kernel pays a stack frame for its cold path.
+__device__ __noinline__ inline void report_wait_timeout_at(WaitReport* report, int rank, int peer,
+                                                           int64_t slot, Cmp cmp, uint64_t expected,
+                                                           uint64_t observed, uint64_t waited_ns,
+                                                           int64_t tile, const char* site) {
+  if (report != nullptr && atomicCAS(&report->failed, 0, 1) == 0) {
+    WaitReport* r = report;
+    r->rank = rank;
     r->slot = slot;
-    r->tile = site.tile;
+    r->tile = tile;
     r->expected = expected;
     r->observed = observed;
     r->cmp = static_cast<int32_t>(cmp);
     r->peer = peer;
     r->waited_ns = waited_ns;
     int i = 0;
-    for (const char* s = site.name; s != nullptr && *s != '\0' && i + 1 < int(sizeof(r->site)); ++s)
+    for (const char* s = site; s != nullptr && *s != '\0' && i + 1 < int(sizeof(r->site)); ++s)
       r->site[i++] = *s;
     r->site[i] = '\0';
     __threadfence_system();
   }
   printf("tilelink: rank %d: %s timed out after %llu ms: tile %lld, signal slot %lld on rank %d: "
          "expected %s %llu, observed %llu (block %d, thread %d)\n",
-         t.rank, site.name, (unsigned long long)(waited_ns / 1000000), (long long)site.tile,
-         (long long)slot, peer, detail::cmp_name_device(cmp), (unsigned long long)expected,
-         (unsigned long long)observed, int(blockIdx.x), int(threadIdx.x));
+         rank, site, (unsigned long long)(waited_ns / 1000000), (long long)tile, (long long)slot, peer,
+         detail::cmp_name_device(cmp), (unsigned long long)expected, (unsigned long long)observed,
+         int(blockIdx.x), int(threadIdx.x));
   __trap();
 }
 
-// Spins until `cmp(*sig, value)` holds, reading with acquire semantics at scope S. Returns the
-// value that satisfied it. `sig` may be local or a peer's address (symm_at).
-template <Scope S = Scope::sys>
+// Works out which rank and slot `sig` is (peer -1 / slot -1 when it is not a pool signal, e.g.
+// an mbarrier in shared memory) and reports as above. Never returns.
+TL_DEVICE void report_wait_timeout(const Team& t, const void* sig, Cmp cmp, uint64_t expected,
+                                   uint64_t observed, uint64_t waited_ns, WaitSite site) {
+  const int peer = owner_of(t, sig);
+  int64_t slot = -1;
+  if (peer >= 0) {
+    const uint64_t* pool = symm_at(t, t.signal_base, peer);
+    const uint64_t* s = static_cast<const uint64_t*>(sig);
+    if (s >= pool && s < pool + t.signal_slots) slot = s - pool;
+  }
+  report_wait_timeout_at(t.report, t.rank, peer, slot, cmp, expected, observed, waited_ns, site.tile,
+                         site.name);
+}
+
+// Spins until `cmp(*sig, value)` holds, reading with acquire semantics (O = Order::relaxed for
+// a wait that orders nothing, e.g. sync_all) at scope S. Returns the value that satisfied it.
+// `sig` may be local or a peer's address (symm_at). Bounded by Team::wait_timeout_ns; on timeout
+// it reports (see report_wait_timeout) and traps.
+template <Scope S = Scope::sys, Order O = Order::acquire>
 TL_DEVICE uint64_t signal_wait_until(const Team& t, const uint64_t* sig, Cmp cmp, uint64_t value,
                                      WaitSite site = {}) {
-  uint64_t v = ld<Order::acquire, S>(sig);
+  static_assert(O == Order::acquire || O == Order::relaxed, "a wait is acquire or relaxed");
+  uint64_t v = ld<O, S>(sig);
   if (compare(v, cmp, value)) return v;
   const uint64_t start = globaltimer();
   for (uint32_t i = 1;; ++i) {
-    v = ld<Order::acquire, S>(sig);
+    v = ld<O, S>(sig);
     if (compare(v, cmp, value)) return v;
     if ((i & 63u) == 0) {
       uint64_t waited = globaltimer() - start;

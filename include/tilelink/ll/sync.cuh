@@ -1,0 +1,123 @@
+// tilelink/ll/sync.cuh — ordering and all-ranks synchronisation: fence, quiet, barrier_all,
+// sync_all.
+//
+//   fence()              fence.acq_rel.sys: this thread's earlier memory operations are ordered
+//                        before its later ones, for observers anywhere in the system.
+//   quiet()              completes this thread's outstanding bulk (TMA) stores, fences them
+//                        towards the generic proxy, then fence(): every put this thread issued
+//                        (putmem_nbi*, tma_store_1d, ...) is complete and ordered before its
+//                        later operations, e.g. a release that publishes them.
+//   barrier_all_block(t) every thread of ONE block per rank calls it; returns once every rank
+//                        arrived. quiet() semantics for the block's puts: everything the block
+//                        wrote before (to any rank) is visible to every rank's block after it.
+//   barrier_all_warp(t)  the same for ONE warp per rank (all 32 lanes), covering the warp's writes.
+//   sync_all_block(t) / sync_all_warp(t)  rendezvous only: no quiet, relaxed arrival and wait,
+//                        no data ordering.
+//
+// Protocol: each rank p keeps kBarrierSlots signal slots Team::barrier_slots; slot r on p holds
+// the latest generation rank r announced to p. A barrier (of either kind) reads g = own slot + 1
+// on its own rank, writes g into slot `rank` on every rank (release for barrier_all), and waits
+// until every slot on its own rank is >= g (acquire for barrier_all), bounded, reported as
+// "barrier_all" / "sync_all". Generations only grow, so barriers are reusable any number of
+// times per kernel and across kernels and op calls with no reset; ranks that make different
+// numbers of barrier calls get a timeout report instead of a hang. At most one block (warp) per
+// rank may be inside a barrier at a time, and consecutive barriers of one rank must be ordered
+// (same block/warp, or separate kernels).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include "tilelink/ll/data.cuh"
+#include "tilelink/ll/identity.cuh"
+#include "tilelink/ll/memory_order.cuh"
+#include "tilelink/ll/signal.cuh"
+#include "tilelink/ll/team.cuh"
+#include "tilelink/ll/tma.cuh"
+
+namespace tilelink::ll {
+
+#if defined(__CUDACC__)
+
+TL_DEVICE void fence() { fence_acq_rel<Scope::sys>(); }
+
+TL_DEVICE void quiet() {
+  tma_store_wait<0>();
+  fence_proxy_async_global();
+  fence_acq_rel<Scope::sys>();
+}
+
+namespace detail {
+
+__device__ __noinline__ inline void barrier_slots_missing(int rank, const char* site) {
+  printf("tilelink: rank %d: %s: Team::barrier_slots is null (the Context did not reserve the "
+         "barrier slots) (block %d, thread %d)\n",
+         rank, site, int(blockIdx.x), int(threadIdx.x));
+  __trap();
+}
+
+// Generation of the next barrier of this rank, read by every participating thread (idx <
+// num_ranks) BEFORE the group sync that precedes any arrival.
+TL_DEVICE uint64_t barrier_next_generation(const Team& t, uint32_t idx, const char* site) {
+  if (idx >= uint32_t(t.num_ranks)) return 0;
+  if (t.barrier_slots == nullptr) barrier_slots_missing(t.rank, site);
+  return ld<Order::relaxed, Scope::sys>(t.barrier_slots + t.rank) + 1;
+}
+
+// Thread idx < num_ranks announces generation g to rank idx and waits for rank idx's arrival.
+template <bool kOrdered>
+TL_DEVICE void barrier_arrive_wait(const Team& t, uint32_t idx, uint64_t g, const char* site) {
+  if (idx >= uint32_t(t.num_ranks)) return;
+  uint64_t* remote = symm_at(t, t.barrier_slots + t.rank, int(idx));
+  if constexpr (kOrdered) {
+    st<Order::release, Scope::sys>(remote, g);
+    signal_wait_until<Scope::sys, Order::acquire>(t, t.barrier_slots + idx, Cmp::ge, g, WaitSite{-1, site});
+  } else {
+    st<Order::relaxed, Scope::sys>(remote, g);
+    signal_wait_until<Scope::sys, Order::relaxed>(t, t.barrier_slots + idx, Cmp::ge, g, WaitSite{-1, site});
+  }
+}
+
+}  // namespace detail
+
+TL_DEVICE void barrier_all_block(const Team& t) {
+  const uint32_t idx = detail::block_thread_index();
+  // Each thread's bulk stores complete and fenced towards the generic proxy; the release stores
+  // below are cumulative over everything the block wrote before the __syncthreads.
+  tma_store_wait<0>();
+  fence_proxy_async_global();
+  const uint64_t g = detail::barrier_next_generation(t, idx, "barrier_all");
+  __syncthreads();
+  detail::barrier_arrive_wait<true>(t, idx, g, "barrier_all");
+  __syncthreads();
+}
+
+TL_DEVICE void barrier_all_warp(const Team& t) {
+  const uint32_t idx = detail::lane_id();
+  tma_store_wait<0>();
+  fence_proxy_async_global();
+  const uint64_t g = detail::barrier_next_generation(t, idx, "barrier_all");
+  __syncwarp();
+  detail::barrier_arrive_wait<true>(t, idx, g, "barrier_all");
+  __syncwarp();
+}
+
+TL_DEVICE void sync_all_block(const Team& t) {
+  const uint32_t idx = detail::block_thread_index();
+  const uint64_t g = detail::barrier_next_generation(t, idx, "sync_all");
+  __syncthreads();
+  detail::barrier_arrive_wait<false>(t, idx, g, "sync_all");
+  __syncthreads();
+}
+
+TL_DEVICE void sync_all_warp(const Team& t) {
+  const uint32_t idx = detail::lane_id();
+  const uint64_t g = detail::barrier_next_generation(t, idx, "sync_all");
+  __syncwarp();
+  detail::barrier_arrive_wait<false>(t, idx, g, "sync_all");
+  __syncwarp();
+}
+
+#endif  // __CUDACC__
+
+}  // namespace tilelink::ll
