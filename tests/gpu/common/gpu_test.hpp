@@ -1,0 +1,100 @@
+// tests/gpu/common/gpu_test.hpp — helpers every GPU test area shares (ll, tile, gemm, ops).
+//
+//   Worlds:   test::world(n) is a cached InProcessWorld of n ranks (small heap), created once per
+//             (n, heap) and torn down after the last test; WorldSizeTest + TILELINK_WORLD_SIZES run a
+//             test at world sizes 1, 2, 4 and 8 (all ranks share GPU 0 on the test machine).
+//   Data:     fresh_seed() differs every run (print it: SCOPED_TRACE(seed_trace(seed))); random
+//             bytes are a pure function of (seed, index), identical on host and device, so the
+//             expected result of a peer's data is computed on the host without a download;
+//             poison_device() before a run; bytes_equal() compares bitwise and names the first
+//             mismatches.
+//   Children: run_self_as_child() re-executes this test binary on one gtest filter with extra
+//             environment, bounded in time, capturing its output: for tests whose failure mode
+//             is a device trap (which kills the CUDA context, so it cannot run in-process).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilelink/runtime/context.hpp"
+#include "tilelink/runtime/error.hpp"
+#include "tilelink/runtime/world.hpp"
+
+namespace tilelink::test {
+
+// ---- worlds -----------------------------------------------------------------------------------
+inline constexpr size_t kDefaultHeapMiB = 256;
+inline constexpr int kWorldSizes[] = {1, 2, 4, 8};
+
+// The cached in-process world of `ranks` ranks with a `heap_mib` MiB heap per rank. Its wait
+// timeout is the environment's (TILELINK_WAIT_TIMEOUT_MS) or the runtime default.
+InProcessWorld& world(int ranks, size_t heap_mib = kDefaultHeapMiB);
+// Destroys every cached world (done automatically after the last test).
+void release_worlds();
+
+// Parameterised on the world size: TEST_P(MySuite, ...) { world().run(...); }
+class WorldSizeTest : public ::testing::TestWithParam<int> {
+ protected:
+  int ranks() const { return GetParam(); }
+  InProcessWorld& world(size_t heap_mib = kDefaultHeapMiB) { return test::world(GetParam(), heap_mib); }
+};
+std::string world_size_name(const ::testing::TestParamInfo<int>& info);
+
+#define TILELINK_WORLD_SIZES(Suite)                                                     \
+  INSTANTIATE_TEST_SUITE_P(Ranks, Suite, ::testing::ValuesIn(::tilelink::test::kWorldSizes), \
+                           ::tilelink::test::world_size_name)
+
+// Launch-error check for kernels of an op: throws tilelink::Error naming `what`.
+void check_launch(const char* what);
+
+// ---- data -------------------------------------------------------------------------------------
+uint64_t fresh_seed();
+std::string seed_trace(uint64_t seed);
+// A seed derived from a base seed and up to three coordinates (rank, case, ...).
+uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0);
+// Byte i of the pattern is byte (i % 8) of splitmix64(seed + i / 8) (little-endian).
+void random_bytes(void* host, size_t bytes, uint64_t seed);
+std::vector<uint8_t> random_bytes(size_t bytes, uint64_t seed);
+// The same pattern written on the device, on `stream` (asynchronous).
+void fill_random_device(void* dev, size_t bytes, uint64_t seed, cudaStream_t stream);
+// Asynchronous memset on `stream`.
+void poison_device(void* dev, size_t bytes, uint8_t byte, cudaStream_t stream);
+// Synchronous copies on `stream` (they synchronize it).
+void upload(void* dev, const void* host, size_t bytes, cudaStream_t stream);
+std::vector<uint8_t> download(const void* dev, size_t bytes, cudaStream_t stream);
+template <class T>
+std::vector<T> download_n(const T* dev, size_t n, cudaStream_t stream) {
+  std::vector<T> out(n);
+  auto raw = download(dev, n * sizeof(T), stream);
+  if (n) std::memcpy(out.data(), raw.data(), n * sizeof(T));
+  return out;
+}
+// Bitwise comparison; on mismatch names `what`, the count of differing bytes and the first few.
+::testing::AssertionResult bytes_equal(const void* expected, const void* actual, size_t bytes,
+                                       const std::string& what);
+
+// ---- child processes --------------------------------------------------------------------------
+struct ChildResult {
+  bool started = false;     // false: could not spawn (output says why)
+  bool timed_out = false;   // killed after the timeout
+  int exit_code = -1;       // exit status if it exited
+  int term_signal = 0;      // signal if it was killed by one
+  double seconds = 0;       // wall time until it ended
+  std::string output;       // stdout and stderr, interleaved
+};
+// Runs this executable (/proc/self/exe) with --gtest_filter=`gtest_filter` and the current
+// environment plus `env`, bounded by `timeout_s` (then SIGKILL).
+ChildResult run_self_as_child(const std::string& gtest_filter,
+                              const std::vector<std::pair<std::string, std::string>>& env,
+                              double timeout_s);
+// Whether the environment variable `name` is set to a non-empty value other than "0".
+bool env_flag(const char* name);
+
+}  // namespace tilelink::test
