@@ -1,0 +1,46 @@
+// tilelink/ops/ag_gemm/ag_gemm.hpp — AllGather-GEMM.
+//
+//   C[M, N] = AllGather_rows(A)[M, K] · B[N, K]ᵀ,   M = world * m_per_rank
+//
+// Every rank passes its m_per_rank rows of A and its own B (e.g. its N shard of a column-parallel
+// weight); every rank gets the full C for its B. The gather runs beside the GEMM: each rank's GEMM
+// starts on its own rows while the other ranks' rows arrive chunk by chunk, and every GEMM tile
+// waits (bounded) only for the chunks it reads.
+//
+//   tilelink::AgGemmArgs args{DType::bf16, a_local, b, c, m_per_rank, n, k};
+//   tilelink::ag_gemm(ctx, args);                       // on ctx.stream(), SPMD on every rank
+//
+// Inputs are checked before launch: dtype, alignment (16 B), K and N multiples of 8, and that
+// m_per_rank, K, dtype and the options agree across ranks (checked collectively the first time a
+// combination is seen on this context).
+#pragma once
+
+#include <cstdint>
+
+#include "tilelink/ops/common.hpp"
+#include "tilelink/runtime/context.hpp"
+
+namespace tilelink {
+
+struct AgGemmArgs {
+  DType dtype = DType::bf16;
+  const void* a = nullptr;  // [m_per_rank, k] row-major: this rank's rows of A
+  const void* b = nullptr;  // [n, k] row-major
+  void* c = nullptr;        // [world * m_per_rank, n] row-major
+  int64_t m_per_rank = 0, n = 0, k = 0;
+  void* a_gathered = nullptr;  // optional [world * m_per_rank, k]: receives the gathered A
+};
+
+struct AgGemmOptions {
+  CommMode mode = CommMode::push;
+  CommEngine engine = CommEngine::copy_engine;
+  int comm_sms = 0;          // CommEngine::sm: SMs given to the gather kernel (0: automatic)
+  int chunk_rows = 0;        // rows per gathered chunk (0: automatic, a multiple of the GEMM tile)
+  // false: skip the gather and use the A already gathered on this rank by an earlier call with
+  // the same shape (benchmarks of the compute part; bitwise checks against the full op).
+  bool communicate = true;
+};
+
+void ag_gemm(Context& ctx, const AgGemmArgs& args, const AgGemmOptions& options = {});
+
+}  // namespace tilelink

@@ -1,0 +1,28 @@
+// tilelink/ops/common.hpp — vocabulary shared by the fused ops' host APIs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+
+namespace tilelink {
+
+enum class DType : int32_t { bf16 = 0, fp16 = 1 };
+
+inline size_t dtype_size(DType) { return 2; }
+inline const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "fp16"; }
+inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+
+// Who moves a tile: the rank that has it writes it into the consumer (push), or the consumer
+// reads it from the owner (pull).
+enum class CommMode : int32_t { push = 0, pull = 1 };
+inline const char* comm_mode_name(CommMode m) { return m == CommMode::push ? "push" : "pull"; }
+inline std::ostream& operator<<(std::ostream& os, CommMode m) { return os << comm_mode_name(m); }
+
+// What executes the copies: a few SMs running a communication kernel beside the GEMM, or the
+// copy engines driven by stream-ordered memcpy + stream write/wait-value signals.
+enum class CommEngine : int32_t { sm = 0, copy_engine = 1 };
+inline const char* comm_engine_name(CommEngine e) { return e == CommEngine::sm ? "sm" : "ce"; }
+inline std::ostream& operator<<(std::ostream& os, CommEngine e) { return os << comm_engine_name(e); }
+
+}  // namespace tilelink

@@ -1,0 +1,50 @@
+// tilelink/tile/rank_copy.hpp — the copy-engine side of the tile layer (host, stream-ordered).
+//
+//   rank_copy_data(stream, dst, src, bytes)       bulk copy on the copy engine (any ranks' memory
+//                                                 mapped here: local, peer, IPC)
+//   rank_signal_set(stream, slot, value)           stream-ordered release of a signal word (the
+//                                                 driver fences before the write), local or peer
+//   rank_signal_wait(stream, slot, value)          stream waits until *slot >= value
+//
+// Paired with the SM-side waits and notifies these give the copy engine the same signal protocol
+// as the SMs: a chunk copied by the copy engine is published by the write that follows it.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tilelink/runtime/error.hpp"
+
+namespace tilelink::tile {
+
+namespace detail {
+inline void check_cu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    const char* msg = nullptr;
+    cuGetErrorString(r, &msg);
+    ::tilelink::detail::fail(what, " failed: ", msg ? msg : "unknown driver error");
+  }
+}
+}  // namespace detail
+
+inline void rank_copy_data(cudaStream_t stream, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  TL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+}
+
+inline void rank_signal_set(cudaStream_t stream, uint64_t* slot, uint64_t value) {
+  detail::check_cu(cuStreamWriteValue64(stream, reinterpret_cast<CUdeviceptr>(slot), value,
+                                        CU_STREAM_WRITE_VALUE_DEFAULT),
+                   "cuStreamWriteValue64 (rank_signal_set)");
+}
+
+inline void rank_signal_wait(cudaStream_t stream, const uint64_t* slot, uint64_t value) {
+  detail::check_cu(cuStreamWaitValue64(stream, reinterpret_cast<CUdeviceptr>(slot), value,
+                                       CU_STREAM_WAIT_VALUE_GEQ),
+                   "cuStreamWaitValue64 (rank_signal_wait)");
+}
+
+}  // namespace tilelink::tile

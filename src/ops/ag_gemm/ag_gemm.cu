@@ -1,0 +1,182 @@
+// src/ops/ag_gemm/ag_gemm.cu — AllGather-GEMM: validation, buffers, and the two streams.
+//
+// Per call, on rank r (world W, epoch e):
+//   side stream (after everything before the call on the caller's stream):
+//     pull: wait until every peer finished reading r's rows of the previous call ("done")
+//     copy r's rows into its slot of the symmetric gathered A, publish those chunks
+//     tell every peer "ready" (push: my gathered A is free; pull: my rows are in place)
+//     move the other ranks' rows: SM gather kernel, or copy engine + stream signals
+//     pull: tell every peer "done" reading its rows
+//   caller's stream: the GEMM over the gathered A; each tile waits for the chunks it reads.
+//   join: the caller's stream waits for the side stream.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "ops/common/side_stream.hpp"
+#include "ops/common/uniform_check.hpp"
+#include "tilelink/gemm/gemm.hpp"
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "tilelink/ops/ag_gemm/gather_kernel.cuh"
+#include "tilelink/tile/gemm_hooks.cuh"
+#include "tilelink/tile/rank_copy.hpp"
+
+namespace tilelink {
+namespace {
+
+constexpr const char* kOp = "ag_gemm";
+
+struct AgGemmState {
+  explicit AgGemmState(Context& ctx) : side(ctx) {}
+  ops::SideStream side;
+  ops::UniformCheck uniform;
+  uint64_t last_epoch = 0;          // epoch of this op's previous call (0: none)
+  const void* last_workspace = nullptr;
+};
+
+void validate_local(const Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
+  TL_REQUIRE(a.dtype == DType::bf16 || a.dtype == DType::fp16, kOp, ": unsupported dtype");
+  TL_REQUIRE(a.a && a.b && a.c, kOp, ": a, b and c must be device pointers (rank ", ctx.rank(), ")");
+  TL_REQUIRE(a.m_per_rank > 0 && a.n > 0 && a.k > 0, kOp, ": m_per_rank, n, k must be positive (got ",
+             a.m_per_rank, ", ", a.n, ", ", a.k, ")");
+  TL_REQUIRE(a.k % 8 == 0, kOp, ": k=", a.k, " must be a multiple of 8 (16-byte rows for TMA)");
+  TL_REQUIRE(a.n % 8 == 0, kOp, ": n=", a.n, " must be a multiple of 8 (16-byte rows for TMA)");
+  TL_REQUIRE(reinterpret_cast<uintptr_t>(a.a) % 16 == 0, kOp, ": a must be 16-byte aligned");
+  TL_REQUIRE(a.m_per_rank * ctx.num_ranks() <= INT32_MAX, kOp, ": M too large");
+  TL_REQUIRE(o.comm_sms >= 0 && o.comm_sms < ctx.sm_count(), kOp, ": comm_sms=", o.comm_sms,
+             " must be in [0, ", ctx.sm_count(), ") (this rank's SM share)");
+  TL_REQUIRE(o.chunk_rows >= 0, kOp, ": chunk_rows must be >= 0");
+}
+
+int default_comm_sms(const Context& ctx) {
+  // Enough blocks to keep several chunks in flight; on a shared GPU, a slice of this rank's share.
+  return std::clamp(ctx.sm_count() / 8, 1, 16);
+}
+
+int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine) {
+  // Copy engine: few large copies (each copy has microseconds of fixed cost). SMs: chunks of a
+  // few GEMM row units, so tiles can start as soon as their rows land.
+  if (engine == CommEngine::copy_engine) return int(m_per_rank);
+  int64_t rows = std::max<int64_t>(rows_per_unit, (m_per_rank + 7) / 8);
+  return int((rows + rows_per_unit - 1) / rows_per_unit * rows_per_unit);
+}
+
+template <class Element>
+void run_gemm_typed(const AgGemmArgs& a, const void* gathered, int64_t m_total,
+                    const tile::GatherWaitHooks& hooks, const gemm::GemmPlan& plan, int sm_budget,
+                    cudaStream_t stream) {
+  gemm::GemmArgs<Element> g;
+  g.A = static_cast<const Element*>(gathered);
+  g.B = static_cast<const Element*>(a.b);
+  g.D = static_cast<Element*>(a.c);
+  g.shape = gemm::packed({m_total, a.n, a.k});
+  gemm::run_gemm<Element, tile::GatherWaitHooks>(g, hooks, plan, sm_budget, stream);
+}
+
+}  // namespace
+
+void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
+  validate_local(ctx, a, o);
+  auto& st = ctx.op_state<AgGemmState>(kOp);
+  st.uniform.require(ctx, kOp,
+                     {{"m_per_rank", a.m_per_rank}, {"k", a.k}, {"dtype", int64_t(a.dtype)},
+                      {"mode", int64_t(o.mode)}, {"engine", int64_t(o.engine)},
+                      {"chunk_rows", o.chunk_rows}, {"communicate", o.communicate}});
+
+  const int world = ctx.num_ranks(), me = ctx.rank();
+  const int64_t m_total = a.m_per_rank * world;
+  const int64_t row_bytes = a.k * int64_t(dtype_size(a.dtype));
+  const bool sm_engine = o.engine == CommEngine::sm && world > 1 && o.communicate;
+  const int comm_sms = sm_engine ? (o.comm_sms ? o.comm_sms : default_comm_sms(ctx)) : 0;
+  const int gemm_sms = ctx.sm_count() - comm_sms;
+
+  const gemm::GemmShape shape = gemm::packed({m_total, a.n, a.k});
+  const gemm::GemmPlan plan = gemm::choose_config(shape, a.dtype, gemm_sms);
+  const auto& cfg = gemm::config_info(plan.config);
+  const int rows_per_unit = cfg.tile_m * cfg.cluster_m;
+  const auto map = tile::RowChunkMapping::make(
+      int32_t(a.m_per_rank),
+      o.chunk_rows ? o.chunk_rows : default_chunk_rows(a.m_per_rank, rows_per_unit, o.engine),
+      world);
+
+  // Buffers. With one rank the gathered A is A itself.
+  char* gathered = world == 1 ? const_cast<char*>(static_cast<const char*>(a.a))
+                              : static_cast<char*>(ctx.symmetric_workspace("ag_gemm.a", m_total * row_bytes));
+  uint64_t* chunk_sig = ctx.signal_workspace("ag_gemm.signals", map.num_tiles() + 2 * world);
+  uint64_t* ready = chunk_sig + map.num_tiles();
+  uint64_t* done = ready + world;
+  if (chunk_sig != st.last_workspace) {  // fresh (zeroed) slots: no previous call to wait for
+    st.last_workspace = chunk_sig;
+    st.last_epoch = 0;
+  }
+
+  const uint64_t epoch = ctx.begin_op(kOp);
+  const ll::Team team = ctx.team();
+  cudaStream_t main = ctx.stream(), side = st.side.get();
+  char* my_rows = gathered + int64_t(me) * a.m_per_rank * row_bytes;
+  const int cpr = map.chunks_per_rank;
+
+  // Publishing is done with stream-ordered writes, never with a kernel: ranks sharing a GPU may
+  // fill every SM with GEMM tiles that wait for these very slots.
+  const bool gather = world > 1 && o.communicate;
+  if (world > 1 && !o.communicate) {
+    for (int32_t t = 0; t < map.num_tiles(); ++t) tile::rank_signal_set(main, chunk_sig + t, epoch);
+  }
+  if (gather) {
+    st.side.fork(main);
+    if (o.mode == CommMode::pull)
+      for (int q = 0; q < world; ++q)
+        if (q != me) tile::rank_signal_wait(side, done + q, st.last_epoch);
+    tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
+    for (int c = 0; c < cpr; ++c) tile::rank_signal_set(side, chunk_sig + map.tile(me, c), epoch);
+    for (int q = 0; q < world; ++q)
+      if (q != me) tile::rank_signal_set(side, ctx.peer_ptr(ready + me, q), epoch);
+
+    if (sm_engine) {
+      ops::AgGatherParams p{team, map, gathered, static_cast<const char*>(a.a), row_bytes,
+                            chunk_sig, ready, o.mode};
+      ops::ag_gather_kernel<<<comm_sms, ops::kGatherThreads, 0, side>>>(p);
+      TL_CUDA_CHECK(cudaGetLastError());
+    } else {
+      for (int step = 1; step < world; ++step) {
+        const int peer = o.mode == CommMode::push ? tile::ring_prev(me, step, world)
+                                                  : tile::ring_next(me, step, world);
+        tile::rank_signal_wait(side, ready + peer, epoch);
+        for (int c = 0; c < cpr; ++c) {
+          const int32_t t = map.tile(o.mode == CommMode::push ? me : peer, c);
+          const tile::RowRange rr = map.rows(t);
+          char* rows = gathered + int64_t(rr.begin) * row_bytes;
+          const size_t bytes = size_t(rr.count) * row_bytes;
+          if (o.mode == CommMode::push) {
+            tile::rank_copy_data(side, ctx.peer_ptr(rows, peer),
+                                 static_cast<const char*>(a.a) + (rr.begin - int64_t(me) * a.m_per_rank) * row_bytes,
+                                 bytes);
+            tile::rank_signal_set(side, ctx.peer_ptr(chunk_sig + map.notify_slot(t), peer), epoch);
+          } else {
+            tile::rank_copy_data(side, rows, ctx.peer_ptr(rows, peer), bytes);
+            tile::rank_signal_set(side, chunk_sig + map.notify_slot(t), epoch);
+          }
+        }
+      }
+    }
+    if (o.mode == CommMode::pull)
+      for (int q = 0; q < world; ++q)
+        if (q != me) tile::rank_signal_set(side, ctx.peer_ptr(done + me, q), epoch);
+  }
+
+  // One rank: nothing to wait for; the GEMM's hooks reduce to a null check per tile.
+  const tile::GatherWaitHooks hooks{team, map, world > 1 ? chunk_sig : nullptr,
+                                    int32_t(int64_t(me) * a.m_per_rank)};
+  if (a.dtype == DType::bf16)
+    run_gemm_typed<__nv_bfloat16>(a, gathered, m_total, hooks, plan, gemm_sms, main);
+  else
+    run_gemm_typed<__half>(a, gathered, m_total, hooks, plan, gemm_sms, main);
+
+  if (gather) st.side.join(main);
+  if (a.a_gathered)
+    TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
+  st.last_epoch = epoch;
+}
+
+}  // namespace tilelink
