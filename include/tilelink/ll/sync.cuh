@@ -22,7 +22,7 @@
 // times per kernel and across kernels and op calls with no reset; ranks that make different
 // numbers of barrier calls get a timeout report instead of a hang. At most one block (warp) per
 // rank may be inside a barrier at a time, and consecutive barriers of one rank must be ordered
-// (same block/warp, or separate kernels).
+// (same block/warp, or separate kernels). Thread i of the group serves ranks i, i + group size, ...
 #pragma once
 
 #include <cstdint>
@@ -64,17 +64,20 @@ TL_DEVICE uint64_t barrier_next_generation(const Team& t, uint32_t idx, const ch
   return ld<Order::relaxed, Scope::sys>(t.barrier_slots + t.rank) + 1;
 }
 
-// Thread idx < num_ranks announces generation g to rank idx and waits for rank idx's arrival.
+// Thread idx of a group of nthr announces generation g to ranks idx, idx + nthr, ... and waits
+// for their arrivals (one peer per thread whenever the group has >= num_ranks threads).
 template <bool kOrdered>
-TL_DEVICE void barrier_arrive_wait(const Team& t, uint32_t idx, uint64_t g, const char* site) {
-  if (idx >= uint32_t(t.num_ranks)) return;
-  uint64_t* remote = symm_at(t, t.barrier_slots + t.rank, int(idx));
-  if constexpr (kOrdered) {
-    st<Order::release, Scope::sys>(remote, g);
-    signal_wait_until<Scope::sys, Order::acquire>(t, t.barrier_slots + idx, Cmp::ge, g, WaitSite{-1, site});
-  } else {
-    st<Order::relaxed, Scope::sys>(remote, g);
-    signal_wait_until<Scope::sys, Order::relaxed>(t, t.barrier_slots + idx, Cmp::ge, g, WaitSite{-1, site});
+TL_DEVICE void barrier_arrive_wait(const Team& t, uint32_t idx, uint32_t nthr, uint64_t g, const char* site) {
+  for (uint32_t p = idx; p < uint32_t(t.num_ranks); p += nthr) {
+    uint64_t* remote = symm_at(t, t.barrier_slots + t.rank, int(p));
+    if constexpr (kOrdered) st<Order::release, Scope::sys>(remote, g);
+    else st<Order::relaxed, Scope::sys>(remote, g);
+  }
+  for (uint32_t p = idx; p < uint32_t(t.num_ranks); p += nthr) {
+    if constexpr (kOrdered)
+      signal_wait_until<Scope::sys, Order::acquire>(t, t.barrier_slots + p, Cmp::ge, g, WaitSite{-1, site});
+    else
+      signal_wait_until<Scope::sys, Order::relaxed>(t, t.barrier_slots + p, Cmp::ge, g, WaitSite{-1, site});
   }
 }
 
@@ -88,7 +91,7 @@ TL_DEVICE void barrier_all_block(const Team& t) {
   fence_proxy_async_global();
   const uint64_t g = detail::barrier_next_generation(t, idx, "barrier_all");
   __syncthreads();
-  detail::barrier_arrive_wait<true>(t, idx, g, "barrier_all");
+  detail::barrier_arrive_wait<true>(t, idx, detail::block_thread_count(), g, "barrier_all");
   __syncthreads();
 }
 
@@ -98,7 +101,7 @@ TL_DEVICE void barrier_all_warp(const Team& t) {
   fence_proxy_async_global();
   const uint64_t g = detail::barrier_next_generation(t, idx, "barrier_all");
   __syncwarp();
-  detail::barrier_arrive_wait<true>(t, idx, g, "barrier_all");
+  detail::barrier_arrive_wait<true>(t, idx, 32, g, "barrier_all");
   __syncwarp();
 }
 
@@ -106,7 +109,7 @@ TL_DEVICE void sync_all_block(const Team& t) {
   const uint32_t idx = detail::block_thread_index();
   const uint64_t g = detail::barrier_next_generation(t, idx, "sync_all");
   __syncthreads();
-  detail::barrier_arrive_wait<false>(t, idx, g, "sync_all");
+  detail::barrier_arrive_wait<false>(t, idx, detail::block_thread_count(), g, "sync_all");
   __syncthreads();
 }
 
@@ -114,7 +117,7 @@ TL_DEVICE void sync_all_warp(const Team& t) {
   const uint32_t idx = detail::lane_id();
   const uint64_t g = detail::barrier_next_generation(t, idx, "sync_all");
   __syncwarp();
-  detail::barrier_arrive_wait<false>(t, idx, g, "sync_all");
+  detail::barrier_arrive_wait<false>(t, idx, 32, g, "sync_all");
   __syncwarp();
 }
 
