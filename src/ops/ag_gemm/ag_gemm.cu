@@ -2,7 +2,7 @@
 //
 // Per call, on rank r (world W, epoch e):
 //   side stream (after everything before the call on the caller's stream):
-//     pull: wait until every peer finished reading r's rows of the previous call ("done")
+//     wait until every peer finished reading r's rows of the latest pull call ("done")
 //     copy r's rows into its slot of the symmetric gathered A, publish those chunks
 //     tell every peer "ready" (push: my gathered A is free; pull: my rows are in place)
 //     move the other ranks' rows: SM gather kernel, or copy engine + stream signals
@@ -31,7 +31,7 @@ struct AgGemmState {
   explicit AgGemmState(Context& ctx) : side(ctx) {}
   ops::SideStream side;
   ops::UniformCheck uniform;
-  uint64_t last_epoch = 0;          // epoch of this op's previous call (0: none)
+  uint64_t last_pull_epoch = 0;     // epoch of the latest pull-mode call (0: none)
   const void* last_workspace = nullptr;
 };
 
@@ -106,9 +106,14 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   uint64_t* chunk_sig = ctx.signal_workspace("ag_gemm.signals", map.num_tiles() + 2 * world);
   uint64_t* ready = chunk_sig + map.num_tiles();
   uint64_t* done = ready + world;
-  if (chunk_sig != st.last_workspace) {  // fresh (zeroed) slots: no previous call to wait for
+  if (chunk_sig != st.last_workspace) {
+    // New (zeroed) slots: the earlier calls' handshakes live in the old ones. Drain every rank's
+    // earlier calls once (rare: only when the shape grows), then start the protocol afresh.
+    TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+    TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
+    ctx.barrier();
     st.last_workspace = chunk_sig;
-    st.last_epoch = 0;
+    st.last_pull_epoch = 0;
   }
 
   const uint64_t epoch = ctx.begin_op(kOp);
@@ -125,9 +130,9 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   }
   if (gather) {
     st.side.fork(main);
-    if (o.mode == CommMode::pull)
-      for (int q = 0; q < world; ++q)
-        if (q != me) tile::rank_signal_wait(side, done + q, st.last_epoch);
+    // Peers may still be pulling this rank's rows of the latest pull-mode call.
+    for (int q = 0; q < world; ++q)
+      if (q != me) tile::rank_signal_wait(side, done + q, st.last_pull_epoch);
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
     for (int c = 0; c < cpr; ++c) tile::rank_signal_set(side, chunk_sig + map.tile(me, c), epoch);
     for (int q = 0; q < world; ++q)
@@ -176,7 +181,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   if (gather) st.side.join(main);
   if (a.a_gathered)
     TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
-  st.last_epoch = epoch;
+  if (gather && o.mode == CommMode::pull) st.last_pull_epoch = epoch;
 }
 
 }  // namespace tilelink

@@ -35,7 +35,7 @@ class UniformCheck {
       size_t i = 0;
       for (const auto& f : fields) {
         if (all[r * n + i] != mine[i])
-          detail::fail(op, ": ", f.first, " differs across ranks: rank ", ctx.rank(), " has ",
+          ::tilelink::detail::fail(op, ": ", f.first, " differs across ranks: rank ", ctx.rank(), " has ",
                        mine[i], ", rank ", r, " has ", all[r * n + i]);
         ++i;
       }

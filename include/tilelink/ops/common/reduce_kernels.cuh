@@ -1,0 +1,291 @@
+// tilelink/ops/common/reduce_kernels.cuh — the communication side of GEMM-ReduceScatter and
+// GEMM-AllReduce: a few blocks that consume the GEMM's notified tiles, reduce them across ranks
+// in fp32 and move them, in an order that keeps every rank busy (tile order + ring steps).
+//
+// Units (row_blocks.cuh) are GEMM tiles cut at rank-block boundaries. Rank p's GEMM visits rank
+// blocks p+1, p+2, …, p (Rotate), and each algorithm consumes units in that order:
+//
+//   ring        step s handles block b = p+1+s: add my partial to the running sum that rank p+1
+//               passed on (none at s=0) and pass it to rank p-1; at the last step b == p and the
+//               sum is final. push: I write the sum into p-1's buffer; pull: p-1 reads it from
+//               mine. Every link carries one block per step — the bandwidth-optimal schedule.
+//   full_mesh   push: my partial of block b goes straight to rank b's slot for me; rank b sums
+//               its W slots at the end. pull: rank b reads every rank's partial of its block.
+//               One hop, W-1 links per block: the latency-optimal schedule (small M).
+//   allreduce   one_shot: every rank reads every rank's partial of every unit and sums (small
+//               M). two_shot: full-mesh pull of my block, then push of the sum to every rank.
+//
+// Buffer hand-over between calls (no reset, bounded waits only):
+//   * a rank writes into a peer's buffer only after that peer's `ready` slot holds this call's
+//     epoch (set by the peer's stream when the call starts there, i.e. after it finished reading
+//     the buffer in its previous call);
+//   * a rank whose buffer peers *read* waits, before its call ends, until its `reads_done`
+//     counter reached `reads_expected`: every reading block adds 1 after its last read, and the
+//     host keeps the running total (identical on every rank), so the next call may overwrite.
+#pragma once
+
+#include <cstdint>
+
+#include "tilelink/ll/data.cuh"
+#include "tilelink/ll/memory_order.cuh"
+#include "tilelink/ll/signal.cuh"
+#include "tilelink/ops/common.hpp"
+#include "tilelink/ops/common/row_blocks.cuh"
+#include "tilelink/ops/common/vec8.cuh"
+#include "tilelink/tile/order.cuh"
+#include "tilelink/tile/signal.cuh"
+
+namespace tilelink::ops {
+
+enum class ReduceAlgo : int32_t { ring = 0, full_mesh = 1, one_shot = 2, two_shot = 3 };
+
+template <class T>
+struct ReduceParams {
+  ll::Team team;
+  RowBlocks rb;
+  const T* partial;              // symmetric [M, N]: this rank's GEMM output
+  T* stage;                      // symmetric: ring/two-shot [M, N]; full-mesh push [W, M/W, N]
+  T* out;                        // reduce-scatter: [M/W, N] (this rank's rows); all-reduce: [M, N]
+  const uint64_t* gemm_signals;  // GEMM tile slots: t (local notify) or t*W + src (owner / all)
+  uint64_t* unit_signals;        // symmetric: unit slot (ring) or unit slot*W + src
+  const uint64_t* ready;         // symmetric [W]
+  uint64_t* reads_done;          // symmetric [1]
+  uint64_t reads_expected;
+  ReduceAlgo algo;
+  CommMode mode;
+};
+
+inline constexpr int kReduceThreads = 512;
+
+#if defined(__CUDACC__)
+
+namespace detail {
+
+// Element (u.row0, u.col0) of a row-major [*, ld] matrix whose row 0 is global row `row_base`.
+template <class T>
+TL_DEVICE T* at(T* base, int64_t ld, const Unit& u, int32_t row_base = 0) {
+  return base + int64_t(u.row0 - row_base) * ld + u.col0;
+}
+
+// dst[unit] = sum of srcs[unit], fp32 accumulation, 16-byte accesses (N and tile columns are
+// multiples of 8). Loads bypass L1 (.cg): the data was produced by other SMs or GPUs.
+template <class T, int kMaxSrc>
+TL_DEVICE void sum_unit_block(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst,
+                              int64_t ld_dst, int rows, int cols) {
+  const int vecs = cols / 8;
+  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
+    const int r = i / vecs, c = (i % vecs) * 8;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int s = 0; s < nsrc; ++s)
+      Vec8<T>::add(acc, __ldcg(reinterpret_cast<const uint4*>(srcs[s] + int64_t(r) * ld_src + c)));
+    *reinterpret_cast<uint4*>(dst + int64_t(r) * ld_dst + c) = Vec8<T>::pack(acc);
+  }
+}
+
+TL_DEVICE void wait_slot(const ll::Team& t, const uint64_t* slot, int64_t tile, const char* site) {
+  ll::signal_wait_until<ll::Scope::sys>(t, slot, ll::Cmp::ge, t.epoch, ll::WaitSite{tile, site});
+}
+
+// Block b visited at step s by rank p (the GEMM's order: p+1, p+2, …, p).
+TL_DEVICE int32_t block_at_step(int32_t p, int32_t s, int32_t w) { return (p + 1 + s) % w; }
+
+// The item-th unit when rank p walks the blocks of steps [s_begin, s_end) in order.
+TL_DEVICE bool locate(const RowBlocks& rb, int32_t p, int32_t s_begin, int32_t s_end, int32_t item,
+                      int32_t* step, Unit* u) {
+  for (int32_t s = s_begin; s < s_end; ++s) {
+    const int32_t b = block_at_step(p, s, rb.world), n = rb.units_in_block(b);
+    if (item < n) {
+      *step = s;
+      *u = rb.unit(b, item);
+      return true;
+    }
+    item -= n;
+  }
+  return false;
+}
+
+TL_DEVICE int32_t units_in_steps(const RowBlocks& rb, int32_t p, int32_t s_begin, int32_t s_end) {
+  int32_t n = 0;
+  for (int32_t s = s_begin; s < s_end; ++s) n += rb.units_in_block(block_at_step(p, s, rb.world));
+  return n;
+}
+
+// Every block, after its last read of peers' buffers: count itself done on each of them. Block 0
+// then waits until this rank's own readers are done, so the next call may overwrite.
+template <class T>
+TL_DEVICE void finish_reads(const ReduceParams<T>& p, int32_t first_peer_step, int32_t last_peer_step) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int32_t s = first_peer_step; s <= last_peer_step; ++s) {
+      const int32_t q = (p.team.rank + s) % p.team.num_ranks;
+      ll::red_add<ll::Order::release, ll::Scope::sys>(ll::symm_at(p.team, p.reads_done, q), 1);
+    }
+    if (blockIdx.x == 0)
+      ll::signal_wait_until<ll::Scope::sys>(p.team, p.reads_done, ll::Cmp::ge, p.reads_expected,
+                                            ll::WaitSite{-1, "reads_done"});
+  }
+}
+
+}  // namespace detail
+
+// ---- ring ----------------------------------------------------------------------------------
+template <class T>
+__global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const ReduceParams<T> p) {
+  const int32_t w = p.team.num_ranks, me = p.team.rank;
+  const int32_t prev = (me + w - 1) % w, next = (me + 1) % w;
+  const int64_t n = p.rb.n;
+  const int32_t total = detail::units_in_steps(p.rb, me, 0, w);
+  for (int32_t item = blockIdx.x; item < total; item += gridDim.x) {
+    int32_t s;
+    Unit u;
+    detail::locate(p.rb, me, 0, w, item, &s, &u);
+    const bool last = s == w - 1;
+    const int32_t slot = p.rb.unit_slot(u);
+    if (threadIdx.x == 0) {
+      detail::wait_slot(p.team, p.gemm_signals + p.rb.gemm_tile(u), p.rb.gemm_tile(u), "consumer_tile_wait");
+      if (s > 0) detail::wait_slot(p.team, p.unit_signals + slot, slot, "peer_tile_wait");
+      if (!last && p.mode == CommMode::push) tile::rank_wait(p.team, p.ready, prev);
+    }
+    __syncthreads();
+    const T* srcs[2] = {detail::at(p.partial, n, u), nullptr};
+    if (s > 0)
+      srcs[1] = p.mode == CommMode::push ? detail::at<const T>(p.stage, n, u)
+                                         : detail::at<const T>(ll::symm_at(p.team, p.stage, next), n, u);
+    T* dst = last ? detail::at(p.out, n, u, me * p.rb.rows_per_rank())
+                  : detail::at(p.mode == CommMode::push ? ll::symm_at(p.team, p.stage, prev) : p.stage, n, u);
+    detail::sum_unit_block<T, 2>(srcs, s > 0 ? 2 : 1, n, dst, n, u.rows, u.cols);
+    if (!last) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        ll::fence_acq_rel_sys();
+        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, p.team.epoch, ll::SignalOp::set, prev);
+      }
+    }
+  }
+  // Pull: I read rank next's stage buffer; rank prev reads mine.
+  if (p.mode == CommMode::pull && w > 1) detail::finish_reads(p, 1, 1);
+}
+
+// ---- full mesh (reduce-scatter) -----------------------------------------------------------
+template <class T>
+__global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const ReduceParams<T> p) {
+  constexpr int kMaxSrc = ll::kMaxRanks;
+  const int32_t w = p.team.num_ranks, me = p.team.rank;
+  const int64_t n = p.rb.n;
+  const int32_t rpr = p.rb.rows_per_rank();
+  const int32_t own = p.rb.units_in_block(me);
+  // push: first my partials of the other blocks (steps 0..w-2), then my own block (step w-1).
+  const int32_t pushes = p.mode == CommMode::push ? detail::units_in_steps(p.rb, me, 0, w - 1) : 0;
+  for (int32_t item = blockIdx.x; item < pushes + own; item += gridDim.x) {
+    if (item < pushes) {
+      int32_t s;
+      Unit u;
+      detail::locate(p.rb, me, 0, w - 1, item, &s, &u);
+      const int32_t b = u.block;
+      if (threadIdx.x == 0) {
+        detail::wait_slot(p.team, p.gemm_signals + p.rb.gemm_tile(u), p.rb.gemm_tile(u), "consumer_tile_wait");
+        tile::rank_wait(p.team, p.ready, b);
+      }
+      __syncthreads();
+      // Rank b's slot for me: [me][row - b*rpr][col] of its stage buffer.
+      T* dst = detail::at(ll::symm_at(p.team, p.stage, b) + int64_t(me) * rpr * n, n, u, b * rpr);
+      const T* srcs[1] = {detail::at(p.partial, n, u)};
+      detail::sum_unit_block<T, 1>(srcs, 1, n, dst, n, u.rows, u.cols);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        ll::fence_acq_rel_sys();
+        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(p.rb.unit_slot(u)) * w + me,
+                                      p.team.epoch, ll::SignalOp::set, b);
+      }
+      continue;
+    }
+    const Unit u = p.rb.unit(me, item - pushes);
+    const int32_t slot = p.rb.unit_slot(u), t = p.rb.gemm_tile(u);
+    if (threadIdx.x == 0) {
+      for (int32_t q = 0; q < w; ++q) {
+        if (p.mode == CommMode::push)
+          detail::wait_slot(p.team, q == me ? p.gemm_signals + t : p.unit_signals + int64_t(slot) * w + q,
+                            q == me ? t : slot, q == me ? "consumer_tile_wait" : "peer_tile_wait");
+        else  // the GEMM of every rank notified me, the owner, in slot t*W + q
+          detail::wait_slot(p.team, p.gemm_signals + int64_t(t) * w + q, t, "peer_tile_wait");
+      }
+    }
+    __syncthreads();
+    const T* srcs[kMaxSrc] = {};
+    for (int32_t q = 0; q < w; ++q) {
+      if (p.mode == CommMode::pull) srcs[q] = detail::at<const T>(ll::symm_at(p.team, p.partial, q), n, u);
+      else srcs[q] = q == me ? detail::at(p.partial, n, u) : detail::at<const T>(p.stage + int64_t(q) * rpr * n, n, u, me * rpr);
+    }
+    detail::sum_unit_block<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u, me * rpr), n, u.rows, u.cols);
+  }
+  if (p.mode == CommMode::pull && w > 1) detail::finish_reads(p, 1, w - 1);
+}
+
+// ---- all-reduce -----------------------------------------------------------------------------
+template <class T>
+__global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceParams<T> p) {
+  constexpr int kMaxSrc = ll::kMaxRanks;
+  const int32_t w = p.team.num_ranks, me = p.team.rank;
+  const int64_t n = p.rb.n;
+  // one_shot: p.rb has a single block (all rows, no owner); every rank reduces every unit,
+  // starting at a different one so the ranks' reads spread over the peers. two_shot: my block's
+  // units (reduce + push to everyone), then the other blocks' units (wait + copy from my stage).
+  const bool one_shot = p.algo == ReduceAlgo::one_shot;
+  const int32_t own = one_shot ? p.rb.units_in_block(0) : p.rb.units_in_block(me);
+  const int32_t total = one_shot ? own : detail::units_in_steps(p.rb, me, 0, w);
+  for (int32_t item = blockIdx.x; item < total; item += gridDim.x) {
+    int32_t s;
+    Unit u;
+    bool reduce = true;
+    if (one_shot) {
+      u = p.rb.unit(0, (item + int64_t(me) * total / w) % total);
+    } else if (item < own) {
+      u = p.rb.unit(me, item);
+    } else {
+      detail::locate(p.rb, me, 0, w - 1, item - own, &s, &u);
+      reduce = false;
+    }
+    const int32_t slot = p.rb.unit_slot(u), t = p.rb.gemm_tile(u);
+    if (reduce) {
+      if (threadIdx.x == 0) {
+        for (int32_t q = 0; q < w; ++q)
+          detail::wait_slot(p.team, p.gemm_signals + int64_t(t) * w + q, t, "peer_tile_wait");
+        if (!one_shot)
+          for (int32_t q = 0; q < w; ++q)
+            if (q != me) tile::rank_wait(p.team, p.ready, q);
+      }
+      __syncthreads();
+      const T* srcs[kMaxSrc] = {};
+      for (int32_t q = 0; q < w; ++q) srcs[q] = detail::at<const T>(ll::symm_at(p.team, p.partial, q), n, u);
+      detail::sum_unit_block<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u), n, u.rows, u.cols);
+      if (!one_shot) {
+        // Broadcast the finished unit into every peer's stage buffer, then tell it.
+        __syncthreads();
+        const T* mine[1] = {detail::at<const T>(p.out, n, u)};
+        for (int32_t q = 0; q < w; ++q)
+          if (q != me)
+            detail::sum_unit_block<T, 1>(mine, 1, n, detail::at(ll::symm_at(p.team, p.stage, q), n, u), n,
+                                         u.rows, u.cols);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          ll::fence_acq_rel_sys();
+          for (int32_t q = 0; q < w; ++q)
+            if (q != me)
+              ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(slot) * w + me, p.team.epoch,
+                                            ll::SignalOp::set, q);
+        }
+      }
+    } else {
+      if (threadIdx.x == 0)
+        detail::wait_slot(p.team, p.unit_signals + int64_t(slot) * w + u.block, slot, "peer_tile_wait");
+      __syncthreads();
+      const T* srcs[1] = {detail::at<const T>(p.stage, n, u)};
+      detail::sum_unit_block<T, 1>(srcs, 1, n, detail::at(p.out, n, u), n, u.rows, u.cols);
+    }
+  }
+  if (w > 1) detail::finish_reads(p, 1, w - 1);
+}
+
+#endif  // __CUDACC__
+
+}  // namespace tilelink::ops

@@ -1,0 +1,46 @@
+// tilelink/ops/gemm_rs/gemm_rs.hpp — GEMM-ReduceScatter.
+//
+//   C_r[M/W, N] = rows r of  Σ_q A_q[M, K_q] · B_q[N, K_q]ᵀ      (A sharded along K)
+//
+// Every rank passes its K-slice of A and B; rank r receives its M/W rows of the sum. Fused: the
+// GEMM publishes each output tile as it is stored, and a reduction kernel on a few SMs consumes
+// the tiles in the GEMM's order (each rank starts on the rows its ring neighbour needs first),
+// sums partials in fp32 and moves them: ring or full-mesh, push or pull. Decomposed: the GEMM,
+// then a reduce-scatter (NCCL when every rank has its own GPU, else tilelink's reduction kernel).
+//
+//   tilelink::GemmRsArgs args{DType::bf16, a, b, c, m, n, k};
+//   tilelink::gemm_rs(ctx, args);     // options.path = automatic | fused | decomposed
+#pragma once
+
+#include <cstdint>
+
+#include "tilelink/ops/common.hpp"
+#include "tilelink/runtime/context.hpp"
+
+namespace tilelink {
+
+enum class ReducePath : int32_t { automatic = 0, fused = 1, decomposed = 2 };
+enum class RsAlgo : int32_t { ring = 0, full_mesh = 1 };
+inline const char* rs_algo_name(RsAlgo a) { return a == RsAlgo::ring ? "ring" : "full_mesh"; }
+
+struct GemmRsArgs {
+  DType dtype = DType::bf16;
+  const void* a = nullptr;  // [m, k] row-major: this rank's K-slice of A
+  const void* b = nullptr;  // [n, k] row-major: this rank's K-slice of B
+  void* c = nullptr;        // [m / world, n] row-major: this rank's rows of the sum
+  int64_t m = 0, n = 0, k = 0;
+};
+
+struct GemmRsOptions {
+  ReducePath path = ReducePath::automatic;
+  RsAlgo algo = RsAlgo::ring;
+  CommMode mode = CommMode::push;
+  int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, ~16-20 on a whole GPU)
+};
+
+// What `automatic` picks for this shape on this context (documented in docs/OPS.md).
+ReducePath gemm_rs_choose_path(const Context& ctx, const GemmRsArgs& args);
+
+void gemm_rs(Context& ctx, const GemmRsArgs& args, const GemmRsOptions& options = {});
+
+}  // namespace tilelink

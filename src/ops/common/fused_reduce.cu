@@ -1,0 +1,216 @@
+// src/ops/common/fused_reduce.cu — see fused_reduce.hpp.
+#include "ops/common/fused_reduce.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tilelink/gemm/gemm.hpp"
+#include "tilelink/tile/gemm_hooks.cuh"
+#include "tilelink/tile/rank_copy.hpp"
+
+namespace tilelink::ops {
+
+// ---- NCCL for the decomposed path ------------------------------------------------------------
+class NcclComm {
+ public:
+  explicit NcclComm(Context& ctx) {
+    // NVLink SHARP (multicast) stays off on these machines; respect a caller's explicit setting.
+    setenv("NCCL_NVLS_ENABLE", "0", 0);
+    ncclUniqueId id{};
+    if (ctx.rank() == 0) check(ncclGetUniqueId(&id), ctx, "ncclGetUniqueId");
+    // Everyone takes rank 0's id (raw bytes: nvcc 13.0 crashes on vector<ncclUniqueId>).
+    std::vector<char> all(sizeof(id) * ctx.num_ranks());
+    ctx.allgather(&id, all.data(), sizeof(id));
+    std::memcpy(&id, all.data(), sizeof(id));
+    TL_CUDA_CHECK(cudaSetDevice(ctx.device()));
+    check(ncclCommInitRank(&comm_, ctx.num_ranks(), id, ctx.rank()), ctx, "ncclCommInitRank");
+  }
+  ~NcclComm() {
+    if (comm_) ncclCommDestroy(comm_);
+  }
+  ncclComm_t get() const { return comm_; }
+  static void check(ncclResult_t r, const Context& ctx, const char* what) {
+    if (r != ncclSuccess)
+      ::tilelink::detail::fail(what, " failed on rank ", ctx.rank(), ": ", ncclGetErrorString(r));
+  }
+
+ private:
+  ncclComm_t comm_ = nullptr;
+};
+
+ReduceState::ReduceState(Context& ctx) : side(ctx) {}
+ReduceState::~ReduceState() = default;
+
+namespace {
+
+ncclDataType_t nccl_type(DType t) { return t == DType::bf16 ? ncclBfloat16 : ncclFloat16; }
+
+int32_t readers_per_call(ReduceAlgo algo, CommMode mode, int world) {
+  if (world == 1) return 0;
+  switch (algo) {
+    case ReduceAlgo::ring: return mode == CommMode::pull ? 1 : 0;
+    case ReduceAlgo::full_mesh: return mode == CommMode::pull ? world - 1 : 0;
+    default: return world - 1;  // all-reduce reads every peer's partial
+  }
+}
+
+tile::Notify notify_mode(ReduceAlgo algo, CommMode mode) {
+  if (algo == ReduceAlgo::one_shot || algo == ReduceAlgo::two_shot) return tile::Notify::all_ranks;
+  if (algo == ReduceAlgo::full_mesh && mode == CommMode::pull) return tile::Notify::owner;
+  return tile::Notify::local;
+}
+
+template <class T>
+void launch_gemm(const ReduceRequest& r, void* d, const tile::TileNotifyHooks& hooks,
+                 const gemm::GemmPlan& plan, int sms, cudaStream_t stream) {
+  gemm::GemmArgs<T> g;
+  g.A = static_cast<const T*>(r.a);
+  g.B = static_cast<const T*>(r.b);
+  g.D = static_cast<T*>(d);
+  g.shape = gemm::packed({r.m, r.n, r.k});
+  gemm::run_gemm<T, tile::TileNotifyHooks>(g, hooks, plan, sms, stream);
+}
+
+template <class T>
+void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, void* stage,
+                    const ReduceRequest& r, const uint64_t* gemm_signals, uint64_t* unit_signals,
+                    const uint64_t* ready, uint64_t* reads_done, uint64_t reads_expected, int blocks,
+                    cudaStream_t stream) {
+  const ReduceParams<T> p{team, rb, static_cast<const T*>(partial), static_cast<T*>(stage),
+                          static_cast<T*>(r.out), gemm_signals, unit_signals, ready, reads_done,
+                          reads_expected, r.algo, r.mode};
+  switch (p.algo) {
+    case ReduceAlgo::ring: ring_reduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
+    case ReduceAlgo::full_mesh: full_mesh_reduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
+    default: allreduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
+  }
+  TL_CUDA_CHECK(cudaGetLastError());
+}
+
+// Runs GEMM (+ tile notifications) and the reduction kernel. `overlap`: the reducer runs beside
+// the GEMM on the side stream (fused); otherwise after it, on the caller's stream.
+void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool overlap) {
+  const int world = ctx.num_ranks(), me = ctx.rank();
+  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(ctx));
+  const int gemm_sms = overlap ? ctx.sm_count() - comm_sms : ctx.sm_count();
+  const gemm::GemmPlan plan = gemm::choose_config(gemm::packed({r.m, r.n, r.k}), r.dtype, gemm_sms);
+  const auto& cfg = gemm::config_info(plan.config);
+  // One-shot all-reduce has no row owners: a single block of all rows (any M).
+  const bool one_shot = r.algo == ReduceAlgo::one_shot;
+  const RowBlocks rb = RowBlocks::make(int32_t(r.m), int32_t(r.n), cfg.tile_m, cfg.tile_n, one_shot ? 1 : world);
+  const tile::Notify notify = notify_mode(r.algo, r.mode);
+  const bool per_source = notify != tile::Notify::local;
+  const bool unit_per_source = r.algo != ReduceAlgo::ring;
+
+  const std::string op = r.op;
+  const int64_t elems = r.m * r.n;
+  const size_t bytes = size_t(elems) * dtype_size(r.dtype);
+  // One rank: the GEMM writes the result directly; no partial, no reduction.
+  void* partial = world == 1 ? r.out : ctx.symmetric_workspace(op + ".partial", bytes);
+  void* stage = world == 1 ? nullptr : ctx.symmetric_workspace(op + ".stage", bytes);
+  const int64_t gemm_slots = int64_t(rb.grid.num_tiles()) * (per_source ? world : 1);
+  const int64_t unit_slots = int64_t(rb.num_unit_slots()) * (unit_per_source ? world : 1);
+  uint64_t* signals = ctx.signal_workspace(op + ".signals", gemm_slots + unit_slots + world + 1);
+  uint64_t* gemm_signals = signals;
+  uint64_t* unit_signals = signals + gemm_slots;
+  uint64_t* ready = unit_signals + unit_slots;
+  uint64_t* reads_done = ready + world;
+  if (signals != st.last_signals) {
+    // Fresh zeroed slots: drain every rank's earlier calls, then restart the running totals.
+    TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+    TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
+    ctx.barrier();
+    st.last_signals = signals;
+    st.reads_expected = 0;
+  }
+  st.reads_expected += uint64_t(readers_per_call(r.algo, r.mode, world)) * uint64_t(comm_sms);
+
+  const uint64_t epoch = ctx.begin_op(r.op);
+  const ll::Team team = ctx.team();
+  cudaStream_t main = ctx.stream();
+  // The GEMM starts on the rows the reduction consumes first (reduce_kernels.cuh).
+  const int32_t first_row = one_shot ? int32_t(r.m * me / world) : ((me + 1) % world) * rb.rows_per_rank();
+  const tile::TileNotifyHooks hooks{team, rb.grid, gemm_signals, notify, first_row};
+
+  if (overlap && world > 1) st.side.fork(main);
+  cudaStream_t reducer_stream = overlap ? st.side.get() : main;
+  if (world > 1) {
+    // This rank's buffers are free for this call: its previous call ended (stream order).
+    for (int q = 0; q < world; ++q)
+      if (q != me) tile::rank_signal_set(overlap ? reducer_stream : main, ctx.peer_ptr(ready + me, q), epoch);
+  }
+
+  if (r.dtype == DType::bf16) launch_gemm<__nv_bfloat16>(r, partial, hooks, plan, gemm_sms, main);
+  else launch_gemm<__half>(r, partial, hooks, plan, gemm_sms, main);
+
+  if (world > 1) {
+    if (r.dtype == DType::bf16)
+      launch_reducer<__nv_bfloat16>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
+                                    st.reads_expected, comm_sms, reducer_stream);
+    else
+      launch_reducer<__half>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
+                             st.reads_expected, comm_sms, reducer_stream);
+    if (overlap) st.side.join(main);
+  }
+}
+
+}  // namespace
+
+int default_reduce_sms(const Context& ctx) {
+  // The paper's GEMM-RS gives the reduction ~16-20 SMs of a whole GPU; on a shared GPU a slice of
+  // the rank's share.
+  return std::clamp(ctx.sm_count() / 7, 1, 20);
+}
+
+void validate_reduce(const Context& ctx, const ReduceRequest& r) {
+  const char* op = r.op;
+  const int w = ctx.num_ranks();
+  TL_REQUIRE(r.dtype == DType::bf16 || r.dtype == DType::fp16, op, ": unsupported dtype");
+  TL_REQUIRE(r.a && r.b && r.out, op, ": a, b and c must be device pointers (rank ", ctx.rank(), ")");
+  TL_REQUIRE(r.m > 0 && r.n > 0 && r.k > 0, op, ": m, n, k must be positive (got ", r.m, ", ", r.n, ", ", r.k, ")");
+  if (r.algo != ReduceAlgo::one_shot)
+    TL_REQUIRE(r.m % w == 0, op, ": m=", r.m, " must be divisible by the world size ", w,
+               r.algo == ReduceAlgo::two_shot ? " (two_shot splits rows across ranks; one_shot does not)" : "");
+  TL_REQUIRE(r.k % 8 == 0, op, ": k=", r.k, " must be a multiple of 8 (16-byte rows for TMA)");
+  TL_REQUIRE(r.n % 8 == 0, op, ": n=", r.n, " must be a multiple of 8 (16-byte rows)");
+  TL_REQUIRE(reinterpret_cast<uintptr_t>(r.out) % 16 == 0, op, ": c must be 16-byte aligned");
+  TL_REQUIRE(r.m * r.n <= INT32_MAX, op, ": m*n too large");
+  TL_REQUIRE(r.comm_sms >= 0 && r.comm_sms < ctx.sm_count(), op, ": comm_sms=", r.comm_sms,
+             " must be in [0, ", ctx.sm_count(), ") (this rank's SM share)");
+}
+
+void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
+  gemm_and_reduce(ctx, st, r, /*overlap=*/true);
+}
+
+void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
+  const int world = ctx.num_ranks();
+  if (world == 1 || ctx.ranks_on_device() > 1) {
+    // NCCL cannot run two ranks on one GPU: reduce with tilelink's kernel, after the GEMM.
+    gemm_and_reduce(ctx, st, r, /*overlap=*/false);
+    return;
+  }
+  ctx.begin_op(r.op);
+  if (!st.nccl) st.nccl.reset(new NcclComm(ctx));
+  cudaStream_t main = ctx.stream();
+  const size_t bytes = size_t(r.m * r.n) * dtype_size(r.dtype);
+  void* partial = ctx.symmetric_workspace(std::string(r.op) + ".partial", bytes);
+  gemm::gemm(r.dtype, r.a, r.b, partial, gemm::packed({r.m, r.n, r.k}), nullptr, ctx.sm_count(), main);
+  const bool all_reduce = r.algo == ReduceAlgo::one_shot || r.algo == ReduceAlgo::two_shot;
+  if (all_reduce)
+    NcclComm::check(ncclAllReduce(partial, r.out, size_t(r.m * r.n), nccl_type(r.dtype), ncclSum, st.nccl->get(), main),
+                    ctx, "ncclAllReduce");
+  else
+    NcclComm::check(ncclReduceScatter(partial, r.out, size_t(r.m / world * r.n), nccl_type(r.dtype), ncclSum,
+                                      st.nccl->get(), main),
+                    ctx, "ncclReduceScatter");
+}
+
+}  // namespace tilelink::ops

@@ -1,0 +1,246 @@
+// ag_gemm on in-process worlds of 1, 2, 4 and 8 ranks sharing one GPU: every mode (push/pull x
+// SM/copy engine), REFERENCE.md shapes scaled to fit, odd M, bf16 and fp16. Each case: fresh random
+// A and B per rank, C and the gathered A poisoned with NaN, C checked against an fp32 cuBLAS
+// reference over the gathered A (built from every rank's A), the gathered A checked bitwise, and
+// C checked bitwise against the same op with communication disabled. Then a stress loop of
+// back-to-back calls with random shapes and one rank starting late.
+#include <cublas_v2.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "gpu/common/gpu_test.hpp"
+#include "gpu/ops/op_check.hpp"
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+
+namespace tt = tilelink::test;
+using tilelink::AgGemmArgs;
+using tilelink::AgGemmOptions;
+using tilelink::CommEngine;
+using tilelink::CommMode;
+using tilelink::Context;
+using tilelink::DType;
+
+namespace {
+
+struct Shape {
+  int64_t m_per_rank, n, k;
+};
+
+struct Mode {
+  CommMode mode;
+  CommEngine engine;
+};
+constexpr Mode kModes[] = {{CommMode::push, CommEngine::copy_engine},
+                           {CommMode::pull, CommEngine::copy_engine},
+                           {CommMode::push, CommEngine::sm},
+                           {CommMode::pull, CommEngine::sm}};
+
+std::string mode_name(const Mode& m) {
+  return std::string(tilelink::comm_mode_name(m.mode)) + "/" + tilelink::comm_engine_name(m.engine);
+}
+
+// Device buffers of one rank for one case.
+struct RankBuffers {
+  void* a = nullptr;
+  void* b = nullptr;
+  void* c = nullptr;
+  void* c2 = nullptr;
+  void* gathered = nullptr;
+  float* ref = nullptr;
+  void alloc(const Shape& s, int world) {
+    const int64_t m = s.m_per_rank * world;
+    TL_CUDA_CHECK(cudaMalloc(&a, s.m_per_rank * s.k * 2));
+    TL_CUDA_CHECK(cudaMalloc(&b, s.n * s.k * 2));
+    TL_CUDA_CHECK(cudaMalloc(&c, m * s.n * 2));
+    TL_CUDA_CHECK(cudaMalloc(&c2, m * s.n * 2));
+    TL_CUDA_CHECK(cudaMalloc(&gathered, m * s.k * 2));
+    TL_CUDA_CHECK(cudaMalloc(&ref, m * s.n * 4));
+  }
+  void release() {
+    for (void* p : {a, b, c, c2, gathered, static_cast<void*>(ref)}) cudaFree(p);
+  }
+};
+
+// Runs one case on every rank of `world`; returns nothing, records failures with gtest.
+void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, const Mode& mode,
+              uint64_t seed) {
+  const int w = world.size();
+  std::vector<RankBuffers> bufs(w);
+  world.run([&](Context& ctx) {
+    const int r = ctx.rank();
+    cudaStream_t st = ctx.stream();
+    RankBuffers& mine = bufs[r];
+    mine.alloc(s, w);
+    const int64_t m = s.m_per_rank * w;
+    tt::fill_uniform(dtype, mine.a, s.m_per_rank * s.k, tt::mix_seed(seed, r, 1), 1.0f, st);
+    tt::fill_uniform(dtype, mine.b, s.n * s.k, tt::mix_seed(seed, r, 2), 1.0f, st);
+    tt::poison_nan(dtype, mine.c, m * s.n, st);
+    tt::poison_nan(dtype, mine.c2, m * s.n, st);
+    tt::poison_nan(dtype, mine.gathered, m * s.k, st);
+    TL_CUDA_CHECK(cudaStreamSynchronize(st));
+    ctx.barrier();  // every rank's A is written: the expected gathered A can be assembled
+
+    AgGemmOptions opt;
+    opt.mode = mode.mode;
+    opt.engine = mode.engine;
+    AgGemmArgs args{dtype, mine.a, mine.b, mine.c, s.m_per_rank, s.n, s.k, mine.gathered};
+    tilelink::ag_gemm(ctx, args, opt);
+    ctx.synchronize("ag_gemm");
+
+    // Same op, communication disabled: the GEMM over the A this call gathered.
+    opt.communicate = false;
+    args.c = mine.c2;
+    args.a_gathered = nullptr;
+    tilelink::ag_gemm(ctx, args, opt);
+    ctx.synchronize("ag_gemm (no communication)");
+
+    // Expected gathered A: every rank's A, in rank order (bitwise).
+    std::vector<uint8_t> expect;
+    for (int q = 0; q < w; ++q) {
+      auto part = tt::download(bufs[q].a, s.m_per_rank * s.k * 2, st);
+      expect.insert(expect.end(), part.begin(), part.end());
+    }
+    auto got = tt::download(mine.gathered, m * s.k * 2, st);
+    EXPECT_TRUE(tt::bytes_equal(expect.data(), got.data(), expect.size(), "gathered A on rank " + std::to_string(r)));
+
+    cublasHandle_t h;
+    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    tt::reference_gemm(h, dtype, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
+    const auto tol = tt::gemm_tolerance(dtype, s.k);
+    const auto cmp = tt::compare(dtype, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
+    cublasDestroy(h);
+    EXPECT_EQ(cmp.bad, 0) << "rank " << r << ": " << tt::describe(cmp);
+    EXPECT_LT(cmp.rel_fro, tol.rel_fro) << "rank " << r << ": " << tt::describe(cmp);
+
+    auto c1 = tt::download(mine.c, m * s.n * 2, st);
+    auto c2 = tt::download(mine.c2, m * s.n * 2, st);
+    EXPECT_TRUE(tt::bytes_equal(c1.data(), c2.data(), c1.size(), "C with vs without communication, rank " + std::to_string(r)));
+    ctx.barrier();  // peers read this rank's A above
+    mine.release();
+  });
+}
+
+class AgGemm : public tt::WorldSizeTest {};
+
+TEST_P(AgGemm, EveryModeMatchesReference) {
+  // REFERENCE.md AG-GEMM shapes scaled to one GPU: N divided by 8 as on 8 ranks, M and K reduced.
+  const Shape shapes[] = {{256, 1376, 1024}, {512, 1792, 512}, {128, 3584, 2048}};
+  for (const Mode& mode : kModes) {
+    for (const Shape& s : shapes) {
+      const uint64_t seed = tt::fresh_seed();
+      SCOPED_TRACE(tt::seed_trace(seed) + " mode " + mode_name(mode) + " m_per_rank " +
+                   std::to_string(s.m_per_rank) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
+      run_case(world(), s, DType::bf16, mode, seed);
+    }
+  }
+}
+
+TEST_P(AgGemm, OddShapesAndFp16) {
+  const Shape shapes[] = {{100, 264, 520}, {1, 8, 8}, {77, 1000, 264}};
+  for (const Mode& mode : kModes) {
+    for (const Shape& s : shapes) {
+      for (DType dt : {DType::bf16, DType::fp16}) {
+        const uint64_t seed = tt::fresh_seed();
+        SCOPED_TRACE(tt::seed_trace(seed) + " mode " + mode_name(mode) + " " + tilelink::dtype_name(dt) +
+                     " m_per_rank " + std::to_string(s.m_per_rank) + " n " + std::to_string(s.n) +
+                     " k " + std::to_string(s.k));
+        run_case(world(), s, dt, mode, seed);
+      }
+    }
+  }
+}
+
+// 1,000 back-to-back calls with random shapes and modes, rank 1 starting late; every 50th call is
+// checked against the reference (all calls must complete without a timeout and agree in shape).
+TEST_P(AgGemm, StressRandomShapesOneRankLate) {
+  const int calls = 1000;
+  const uint64_t seed = tt::fresh_seed();
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const int w = ranks();
+  const Shape max_shape{192, 512, 512};
+  std::vector<RankBuffers> bufs(w);
+  world().run([&](Context& ctx) {
+    const int r = ctx.rank();
+    cudaStream_t st = ctx.stream();
+    RankBuffers& mine = bufs[r];
+    mine.alloc(max_shape, w);
+    cublasHandle_t h;
+    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    std::mt19937_64 rng(seed);  // same sequence on every rank: the calls agree
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int i = 0; i < calls; ++i) {
+      Shape s{int64_t(1 + rng() % max_shape.m_per_rank), int64_t(8 * (1 + rng() % (max_shape.n / 8))),
+              int64_t(8 * (1 + rng() % (max_shape.k / 8)))};
+      const Mode mode = kModes[rng() % 4];
+      const bool check = i % 50 == 49;
+      if (check) {
+        tt::fill_uniform(DType::bf16, mine.a, s.m_per_rank * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
+        tt::fill_uniform(DType::bf16, mine.b, s.n * s.k, tt::mix_seed(seed, r, i, 1), 1.0f, st);
+        tt::poison_nan(DType::bf16, mine.c, s.m_per_rank * w * s.n, st);
+      }
+      AgGemmOptions opt;
+      opt.mode = mode.mode;
+      opt.engine = mode.engine;
+      AgGemmArgs args{DType::bf16, mine.a, mine.b, mine.c, s.m_per_rank, s.n, s.k,
+                      check ? mine.gathered : nullptr};
+      tilelink::ag_gemm(ctx, args, opt);
+      if (check) {
+        ctx.synchronize("ag_gemm stress");
+        const int64_t m = s.m_per_rank * w;
+        tt::reference_gemm(h, DType::bf16, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
+        const auto tol = tt::gemm_tolerance(DType::bf16, s.k);
+        const auto cmp = tt::compare(DType::bf16, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
+        ASSERT_EQ(cmp.bad, 0) << "call " << i << " rank " << r << " (" << mode_name(mode) << " m_per_rank "
+                              << s.m_per_rank << " n " << s.n << " k " << s.k << "): " << tt::describe(cmp);
+      }
+    }
+    ctx.synchronize("ag_gemm stress");
+    cublasDestroy(h);
+    ctx.barrier();
+    mine.release();
+  });
+}
+
+// Bad input is refused on the host, before anything is launched, with a message naming it.
+TEST(AgGemmInput, RejectsBadShapesAndAlignment) {
+  auto& world = tt::world(2);
+  world.run([&](Context& ctx) {
+    void* buf = nullptr;
+    TL_CUDA_CHECK(cudaMalloc(&buf, 1 << 20));
+    AgGemmArgs good{DType::bf16, buf, buf, buf, 16, 64, 64};
+    auto expect_error = [&](AgGemmArgs a, const char* needle) {
+      try {
+        tilelink::ag_gemm(ctx, a);
+        ADD_FAILURE() << "no error for " << needle;
+      } catch (const tilelink::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      }
+    };
+    AgGemmArgs bad = good;
+    bad.k = 60;
+    expect_error(bad, "k=60");
+    bad = good;
+    bad.n = 12;
+    expect_error(bad, "n=12");
+    bad = good;
+    bad.a = static_cast<char*>(buf) + 2;
+    expect_error(bad, "16-byte aligned");
+    bad = good;
+    bad.m_per_rank = 0;
+    expect_error(bad, "positive");
+    // Ranks that disagree on the shape are told so, by name, on every rank.
+    AgGemmArgs mismatched = good;
+    mismatched.m_per_rank = 16 + 8 * ctx.rank();
+    expect_error(mismatched, "m_per_rank differs across ranks");
+    TL_CUDA_CHECK(cudaFree(buf));
+  });
+}
+
+TILELINK_WORLD_SIZES(AgGemm);
+
+}  // namespace

@@ -1,0 +1,255 @@
+// gemm_rs and gemm_ar on in-process worlds of 1, 2, 4 and 8 ranks sharing one GPU: every
+// algorithm and mode, fused and decomposed, REFERENCE.md shapes scaled to fit, bf16 and fp16.
+// Each case: fresh random A, B per rank; C poisoned with NaN; C checked against the fp32 cuBLAS
+// sum over all ranks' A_q·B_qᵀ (every rank computes it from all ranks' inputs). Then 1,000
+// back-to-back calls with random shapes and one rank starting late.
+#include <cublas_v2.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gpu/common/gpu_test.hpp"
+#include "gpu/ops/op_check.hpp"
+#include "tilelink/ops/gemm_ar/gemm_ar.hpp"
+#include "tilelink/ops/gemm_rs/gemm_rs.hpp"
+
+namespace tt = tilelink::test;
+using tilelink::Context;
+using tilelink::DType;
+
+namespace {
+
+struct Shape {
+  int64_t m, n, k;  // k: per rank
+};
+
+// Which op and how: RS ring/full-mesh x push/pull, AR one/two-shot; fused or decomposed.
+struct Variant {
+  bool all_reduce;
+  tilelink::RsAlgo rs_algo;
+  tilelink::CommMode mode;
+  tilelink::ArAlgo ar_algo;
+  tilelink::ReducePath path;
+  std::string name() const {
+    std::string s = all_reduce ? std::string("ar/") + tilelink::ar_algo_name(ar_algo)
+                               : std::string("rs/") + tilelink::rs_algo_name(rs_algo) + "/" +
+                                     tilelink::comm_mode_name(mode);
+    return s + (path == tilelink::ReducePath::decomposed ? "/decomposed" : "/fused");
+  }
+};
+
+std::vector<Variant> all_variants() {
+  using tilelink::ArAlgo;
+  using tilelink::CommMode;
+  using tilelink::ReducePath;
+  using tilelink::RsAlgo;
+  std::vector<Variant> v;
+  for (RsAlgo a : {RsAlgo::ring, RsAlgo::full_mesh})
+    for (CommMode m : {CommMode::push, CommMode::pull}) v.push_back({false, a, m, ArAlgo::automatic, ReducePath::fused});
+  v.push_back({false, RsAlgo::ring, CommMode::push, ArAlgo::automatic, ReducePath::decomposed});
+  for (ArAlgo a : {ArAlgo::one_shot, ArAlgo::two_shot})
+    v.push_back({true, RsAlgo::ring, CommMode::pull, a, ReducePath::fused});
+  v.push_back({true, RsAlgo::ring, CommMode::pull, ArAlgo::one_shot, ReducePath::decomposed});
+  return v;
+}
+
+// Tolerance: each rank's partial is rounded once to the dtype; the ring also rounds the running
+// sum at every hop (w-1 times), the other algorithms sum in fp32 and round once.
+tt::Tolerance reduce_tolerance(DType dt, int64_t k, int world, bool ring) {
+  const double ulp = dt == DType::bf16 ? 1.0 / 256 : 1.0 / 2048;
+  const double roundings = ring ? world + 1 : 2;
+  const double typical = std::sqrt(double(k) * world) / 3.0;
+  return {ulp * typical * roundings * 0.5, 2 * ulp * roundings, dt == DType::bf16 ? 1e-2 : 2e-3};
+}
+
+struct RankBuffers {
+  void* a = nullptr;
+  void* b = nullptr;
+  void* c = nullptr;
+  float* ref = nullptr;
+  void alloc(const Shape& s) {
+    TL_CUDA_CHECK(cudaMalloc(&a, s.m * s.k * 2));
+    TL_CUDA_CHECK(cudaMalloc(&b, s.n * s.k * 2));
+    TL_CUDA_CHECK(cudaMalloc(&c, s.m * s.n * 2));
+    TL_CUDA_CHECK(cudaMalloc(&ref, s.m * s.n * 4));
+  }
+  void release() {
+    for (void* p : {a, b, c, static_cast<void*>(ref)}) cudaFree(p);
+  }
+};
+
+void call(Context& ctx, const Variant& v, DType dt, const RankBuffers& mine, const Shape& s) {
+  if (v.all_reduce) {
+    tilelink::GemmArOptions o;
+    o.path = v.path;
+    o.algo = v.ar_algo;
+    tilelink::gemm_ar(ctx, {dt, mine.a, mine.b, mine.c, s.m, s.n, s.k}, o);
+  } else {
+    tilelink::GemmRsOptions o;
+    o.path = v.path;
+    o.algo = v.rs_algo;
+    o.mode = v.mode;
+    tilelink::gemm_rs(ctx, {dt, mine.a, mine.b, mine.c, s.m, s.n, s.k}, o);
+  }
+}
+
+// ref = Σ_q A_q·B_qᵀ over all ranks' inputs; compare this rank's output rows.
+void check_rank(Context& ctx, const Variant& v, DType dt, std::vector<RankBuffers>& bufs, const Shape& s,
+                cublasHandle_t h, const std::string& what) {
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  cudaStream_t st = ctx.stream();
+  RankBuffers& mine = bufs[r];
+  for (int q = 0; q < w; ++q)
+    tt::reference_gemm(h, dt, bufs[q].a, bufs[q].b, mine.ref, s.m, s.n, s.k, st, 1, 0, 0, q == 0 ? 0.0f : 1.0f);
+  const int64_t rows = v.all_reduce ? s.m : s.m / w;
+  const float* ref_rows = mine.ref + (v.all_reduce ? 0 : int64_t(r) * rows * s.n);
+  const auto tol = reduce_tolerance(dt, s.k, w, !v.all_reduce && v.rs_algo == tilelink::RsAlgo::ring &&
+                                                    v.path == tilelink::ReducePath::fused);
+  const auto cmp = tt::compare(dt, mine.c, s.n, ref_rows, rows, s.n, tol.atol, tol.rtol, st);
+  EXPECT_EQ(cmp.bad, 0) << what << " rank " << r << ": " << tt::describe(cmp);
+  EXPECT_LT(cmp.rel_fro, tol.rel_fro) << what << " rank " << r << ": " << tt::describe(cmp);
+}
+
+void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s, DType dt, uint64_t seed) {
+  std::vector<RankBuffers> bufs(world.size());
+  world.run([&](Context& ctx) {
+    const int r = ctx.rank();
+    cudaStream_t st = ctx.stream();
+    RankBuffers& mine = bufs[r];
+    mine.alloc(s);
+    tt::fill_uniform(dt, mine.a, s.m * s.k, tt::mix_seed(seed, r, 1), 1.0f, st);
+    tt::fill_uniform(dt, mine.b, s.n * s.k, tt::mix_seed(seed, r, 2), 1.0f, st);
+    tt::poison_nan(dt, mine.c, s.m * s.n, st);
+    TL_CUDA_CHECK(cudaStreamSynchronize(st));
+    ctx.barrier();
+    call(ctx, v, dt, mine, s);
+    ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
+    cublasHandle_t h;
+    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    check_rank(ctx, v, dt, bufs, s, h, v.name());
+    // A second call on fresh data (the buffers and signals are reused: the hand-over between calls).
+    tt::fill_uniform(dt, mine.a, s.m * s.k, tt::mix_seed(seed, r, 3), 1.0f, st);
+    tt::poison_nan(dt, mine.c, s.m * s.n, st);
+    TL_CUDA_CHECK(cudaStreamSynchronize(st));
+    ctx.barrier();
+    call(ctx, v, dt, mine, s);
+    ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
+    check_rank(ctx, v, dt, bufs, s, h, v.name() + " (second call)");
+    cublasDestroy(h);
+    ctx.barrier();
+    mine.release();
+  });
+}
+
+class ReduceOps : public tt::WorldSizeTest {};
+
+TEST_P(ReduceOps, EveryVariantMatchesReference) {
+  // REFERENCE.md GEMM-RS shapes scaled: K divided by 8 as on 8 ranks, M reduced.
+  const Shape shapes[] = {{1024, 4096, 1376}, {512, 3584, 1792}};
+  for (const Variant& v : all_variants())
+    for (const Shape& s : shapes) {
+      const uint64_t seed = tt::fresh_seed();
+      SCOPED_TRACE(tt::seed_trace(seed) + " " + v.name() + " m " + std::to_string(s.m) + " n " +
+                   std::to_string(s.n) + " k " + std::to_string(s.k));
+      run_case(world(), v, s, DType::bf16, seed);
+    }
+}
+
+TEST_P(ReduceOps, OddShapesAndFp16) {
+  // m/W not a multiple of the GEMM tile (units straddle rank blocks); tiny M (decode).
+  const int w = ranks();
+  const Shape shapes[] = {{int64_t(104) * w, 264, 520}, {int64_t(w), 1024, 256}, {int64_t(24) * w, 72, 64}};
+  for (const Variant& v : all_variants())
+    for (const Shape& s : shapes)
+      for (DType dt : {DType::bf16, DType::fp16}) {
+        const uint64_t seed = tt::fresh_seed();
+        SCOPED_TRACE(tt::seed_trace(seed) + " " + v.name() + " " + tilelink::dtype_name(dt) + " m " +
+                     std::to_string(s.m) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
+        run_case(world(), v, s, dt, seed);
+      }
+}
+
+TEST_P(ReduceOps, AllReduceOneShotAnyM) {
+  const Variant v{true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, tilelink::ArAlgo::one_shot,
+                  tilelink::ReducePath::fused};
+  for (int64_t m : {1, 3, 129}) {
+    const uint64_t seed = tt::fresh_seed();
+    SCOPED_TRACE(tt::seed_trace(seed) + " m " + std::to_string(m));
+    run_case(world(), v, {m, 512, 256}, DType::bf16, seed);
+  }
+}
+
+TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
+  const int calls = 1000, w = ranks();
+  const uint64_t seed = tt::fresh_seed();
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const auto variants = all_variants();
+  const Shape max_shape{int64_t(64) * w, 512, 512};
+  std::vector<RankBuffers> bufs(w);
+  world().run([&](Context& ctx) {
+    const int r = ctx.rank();
+    cudaStream_t st = ctx.stream();
+    RankBuffers& mine = bufs[r];
+    mine.alloc(max_shape);
+    cublasHandle_t h;
+    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    std::mt19937_64 rng(seed);  // same sequence on every rank
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int i = 0; i < calls; ++i) {
+      const Variant& v = variants[rng() % variants.size()];
+      const Shape s{int64_t(w) * int64_t(1 + rng() % 64), int64_t(8 * (1 + rng() % 64)),
+                    int64_t(8 * (1 + rng() % 64))};
+      const bool check = i % 50 == 49;
+      if (check) {
+        tt::fill_uniform(DType::bf16, mine.a, s.m * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
+        tt::fill_uniform(DType::bf16, mine.b, s.n * s.k, tt::mix_seed(seed, r, i, 1), 1.0f, st);
+        tt::poison_nan(DType::bf16, mine.c, s.m * s.n, st);
+        TL_CUDA_CHECK(cudaStreamSynchronize(st));
+        ctx.barrier();
+      }
+      call(ctx, v, DType::bf16, mine, s);
+      if (check) {
+        ctx.synchronize("stress");
+        check_rank(ctx, v, DType::bf16, bufs, s, h, "call " + std::to_string(i) + " " + v.name());
+        ctx.barrier();  // peers read my A/B for their references
+      }
+    }
+    ctx.synchronize("stress");
+    cublasDestroy(h);
+    ctx.barrier();
+    mine.release();
+  });
+}
+
+TEST(ReduceOpsInput, RejectsBadShapes) {
+  auto& world = tt::world(2);
+  world.run([&](Context& ctx) {
+    void* buf = nullptr;
+    TL_CUDA_CHECK(cudaMalloc(&buf, 1 << 20));
+    auto expect_error = [&](auto fn, const char* needle) {
+      try {
+        fn();
+        ADD_FAILURE() << "no error for " << needle;
+      } catch (const tilelink::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      }
+    };
+    expect_error([&] { tilelink::gemm_rs(ctx, {DType::bf16, buf, buf, buf, 33, 64, 64}); }, "divisible by the world size");
+    expect_error([&] { tilelink::gemm_rs(ctx, {DType::bf16, buf, buf, buf, 64, 60, 64}); }, "n=60");
+    tilelink::GemmArOptions two;
+    two.algo = tilelink::ArAlgo::two_shot;
+    expect_error([&] { tilelink::gemm_ar(ctx, {DType::bf16, buf, buf, buf, 33, 64, 64}, two); }, "two_shot");
+    // K may differ per rank (uneven K shards); M may not.
+    expect_error([&] { tilelink::gemm_rs(ctx, {DType::bf16, buf, buf, buf, 64 + 16 * ctx.rank(), 64, 64}); },
+                 "m differs across ranks");
+    TL_CUDA_CHECK(cudaFree(buf));
+  });
+}
+
+TILELINK_WORLD_SIZES(ReduceOps);
+
+}  // namespace
