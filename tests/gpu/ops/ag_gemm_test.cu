@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gpu/common/gpu_test.hpp"
-#include "gpu/ops/op_check.hpp"
+#include "tilelink/testing/check.hpp"
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 
 namespace tt = tilelink::test;

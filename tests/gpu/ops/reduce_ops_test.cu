@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gpu/common/gpu_test.hpp"
-#include "gpu/ops/op_check.hpp"
+#include "tilelink/testing/check.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 

@@ -1,5 +1,6 @@
-// tests/gpu/ops/op_check.hpp — what the fused-op tests share: random matrices, an fp32 reference
-// GEMM (cuBLAS, fp32 output), and a device-side comparison that reports one summary per check.
+// tilelink/testing/check.hpp — what tests and benchmarks of the fused ops share: random
+// matrices, an fp32 reference GEMM and the baseline GEMM (cuBLAS), and a device-side comparison
+// that reports one summary per check. Linked as tilelink_testing, not part of libtilelink.
 #pragma once
 
 #include <cublas_v2.h>
@@ -23,6 +24,21 @@ void poison_nan(DType dtype, void* dev, int64_t n, cudaStream_t stream);
 void reference_gemm(cublasHandle_t h, DType dtype, const void* a, const void* b, float* ref,
                     int64_t m, int64_t n, int64_t k, cudaStream_t stream, int terms = 1,
                     int64_t a_stride = 0, int64_t b_stride = 0, float beta = 0.0f);
+
+// The baseline users have today: cuBLAS GEMM in the library's layout, dtype in and out,
+// fp32 compute: D[M,N] = A[M,K]·B[N,K]ᵀ, row-major.
+class CublasGemm {
+ public:
+  explicit CublasGemm(cudaStream_t stream);
+  ~CublasGemm();
+  CublasGemm(const CublasGemm&) = delete;
+  CublasGemm& operator=(const CublasGemm&) = delete;
+  void run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k);
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+};
 
 struct Comparison {
   double rel_fro = 0;        // ||out - ref||_F / ||ref||_F

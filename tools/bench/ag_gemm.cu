@@ -1,0 +1,118 @@
+// tilelink-bench ag_gemm — AllGather-GEMM against the sequential baseline, in one run.
+//
+// World 1: the fused op (GEMM + its tile waits, no communication) against cuBLAS on the same
+// shape. World N (in-process ranks on the visible GPUs; all on one GPU when there is one): every
+// mode against "copy, then cuBLAS" (each rank gathers with cudaMemcpyAsync, then cuBLAS), plus the
+// copy alone and the GEMM alone, for % of ideal = max(T_gemm, T_copy) / T_op.
+// Shapes: REFERENCE.md AG-GEMM (global M, N, K), with each rank's B the N/8 shard of TP8.
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "op_bench.hpp"
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "tilelink/testing/check.hpp"
+
+namespace tilelink::bench {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;  // global M, full N (per rank n = N/8), K
+};
+
+const std::vector<Shape> kReferenceShapes = {
+    {8192, 11008, 4096}, {8192, 14336, 4096}, {8192, 28672, 8192}, {8192, 53248, 16384}, {8192, 29568, 8192}};
+const std::vector<Shape> kSmallShapes = {{2048, 11008, 4096}, {1024, 28672, 8192}};
+
+struct RankData {
+  void *a = nullptr, *b = nullptr, *c = nullptr, *gathered = nullptr;
+  std::unique_ptr<test::CublasGemm> cublas;
+};
+
+int run(const Args& args) {
+  const DType dt = args.get("--dtype", "bf16") == "fp16" ? DType::fp16 : DType::bf16;
+  const auto& shapes = args.get("--shapes", "reference") == "small" ? kSmallShapes : kReferenceShapes;
+  TimingOptions topt;
+  topt.samples = int(args.get_int("--samples", 7));
+  topt.reps = int(args.get_int("--reps", 3));
+  std::printf("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, %s; median of %d interleaved samples\n",
+              dtype_name(dt), topt.samples);
+  Table table(args, {"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"});
+
+  for (int w : world_sizes(args)) {
+    WorldOptions wo;
+    wo.heap_bytes = size_t(args.get_int("--heap-mb", 1024)) << 20;
+    InProcessWorld world(w, wo);
+    for (const Shape& s : shapes) {
+      const int64_t m_per_rank = s.m / w, n = s.n / 8, k = s.k, m = m_per_rank * w;
+      std::vector<RankData> rd(w);
+      world.run([&](Context& ctx) {
+        RankData& d = rd[ctx.rank()];
+        TL_CUDA_CHECK(cudaMalloc(&d.a, m_per_rank * k * 2));
+        TL_CUDA_CHECK(cudaMalloc(&d.b, n * k * 2));
+        TL_CUDA_CHECK(cudaMalloc(&d.c, m * n * 2));
+        TL_CUDA_CHECK(cudaMalloc(&d.gathered, m * k * 2));
+        test::fill_uniform(dt, d.a, m_per_rank * k, 11 + ctx.rank(), 1.0f, ctx.stream());
+        test::fill_uniform(dt, d.b, n * k, 101 + ctx.rank(), 1.0f, ctx.stream());
+        test::fill_uniform(dt, d.gathered, m * k, 7, 1.0f, ctx.stream());
+        d.cublas = std::make_unique<test::CublasGemm>(ctx.stream());
+        ctx.synchronize("ag_gemm bench setup");
+      });
+      auto op = [&](CommMode mode, CommEngine engine, bool communicate) {
+        return [&, mode, engine, communicate](Context& ctx) {
+          RankData& d = rd[ctx.rank()];
+          AgGemmOptions o;
+          o.mode = mode;
+          o.engine = engine;
+          o.communicate = communicate;
+          ag_gemm(ctx, {dt, d.a, d.b, d.c, m_per_rank, n, k}, o);
+        };
+      };
+      auto copy = [&](Context& ctx) {  // the baseline's gather: every rank's rows, copy engine
+        RankData& d = rd[ctx.rank()];
+        for (int q = 0; q < w; ++q)
+          TL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.gathered) + q * m_per_rank * k * 2, rd[q].a,
+                                        m_per_rank * k * 2, cudaMemcpyDefault, ctx.stream()));
+      };
+      auto gemm = [&](Context& ctx) {
+        RankData& d = rd[ctx.rank()];
+        d.cublas->run(dt, d.gathered, d.b, d.c, m, n, k);
+      };
+      std::vector<Candidate> cands;
+      if (w == 1) {
+        cands = {{"cublas", gemm}, {"fused", op(CommMode::push, CommEngine::copy_engine, true)}};
+      } else {
+        cands = {{"copy+cublas", [&](Context& ctx) { copy(ctx); gemm(ctx); }},
+                 {"copy", copy},
+                 {"cublas", gemm},
+                 {"push/ce", op(CommMode::push, CommEngine::copy_engine, true)},
+                 {"pull/ce", op(CommMode::pull, CommEngine::copy_engine, true)},
+                 {"push/sm", op(CommMode::push, CommEngine::sm, true)},
+                 {"pull/sm", op(CommMode::pull, CommEngine::sm, true)},
+                 {"gemm_only", op(CommMode::push, CommEngine::copy_engine, false)}};
+      }
+      const std::vector<double> ms = time_interleaved(world, cands, topt);
+      const double base = ms[0];
+      const double ideal = w == 1 ? ms[0] : std::max(ms[1], ms[2]);
+      for (size_t i = 0; i < cands.size(); ++i) {
+        // All ranks compute concurrently on the GPU(s): count every rank's FLOPs.
+        const double tf = tflops(m, n * w, k, ms[i]);
+        table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
+                   fmt(ms[i]), fmt(tf, 1), fmt(base / ms[i], 3), fmt(100.0 * ideal / ms[i], 1)});
+      }
+      world.run([&](Context& ctx) {
+        ctx.synchronize("ag_gemm bench teardown");
+        RankData& d = rd[ctx.rank()];
+        d.cublas.reset();
+        for (void* p : {d.a, d.b, d.c, d.gathered}) cudaFree(p);
+      });
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tilelink::bench
+
+TILELINK_BENCH_COMMAND(ag_gemm, "AllGather-GEMM: world 1 vs cuBLAS; N in-process ranks vs copy+cuBLAS",
+                       tilelink::bench::run);

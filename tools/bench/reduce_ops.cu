@@ -1,0 +1,136 @@
+// tilelink-bench gemm_rs | gemm_ar — GEMM-ReduceScatter / GEMM-AllReduce against the sequential
+// baseline, in one run.
+//
+// World 1: the fused op (GEMM + its tile notifications) against cuBLAS. World N (in-process ranks):
+// every fused algorithm against the decomposed path (the GEMM, then the reduction — NCCL when every
+// rank has its own GPU, tilelink's reduction kernel when ranks share one), plus cuBLAS alone;
+// % of ideal = max(T_gemm, T_reduce) / T_op with T_reduce = T_decomposed - T_gemm.
+// gemm_rs shapes: REFERENCE.md GEMM-RS (M, N, global K; each rank's K is K/8 as in TP8).
+// gemm_ar shapes: decode batches M in {128 … 2048} of a TP8 row-parallel layer (N 8192, K 28672/8).
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "op_bench.hpp"
+#include "tilelink/ops/gemm_ar/gemm_ar.hpp"
+#include "tilelink/ops/gemm_rs/gemm_rs.hpp"
+#include "tilelink/testing/check.hpp"
+
+namespace tilelink::bench {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;  // M, N, global K (per rank k = K/8)
+};
+
+const std::vector<Shape> kRsShapes = {{8192, 4096, 11008}, {8192, 4096, 14336}, {8192, 3584, 14336},
+                                      {8192, 4608, 36864}, {8192, 8192, 28672}, {8192, 8192, 29568}};
+const std::vector<Shape> kArShapes = {{128, 8192, 28672},  {256, 8192, 28672},  {512, 8192, 28672},
+                                      {1024, 8192, 28672}, {2048, 8192, 28672}};
+
+struct RankData {
+  void *a = nullptr, *b = nullptr, *c = nullptr, *full = nullptr;
+  std::unique_ptr<test::CublasGemm> cublas;
+};
+
+int run_reduce(const Args& args, bool all_reduce) {
+  const DType dt = args.get("--dtype", "bf16") == "fp16" ? DType::fp16 : DType::bf16;
+  const auto& shapes = all_reduce ? kArShapes : kRsShapes;
+  TimingOptions topt;
+  topt.samples = int(args.get_int("--samples", 7));
+  topt.reps = int(args.get_int("--reps", 3));
+  const char* op = all_reduce ? "gemm_ar" : "gemm_rs";
+  std::printf("# %s: %s of A[M, K/8] · B[N, K/8]^T over the ranks, %s; median of %d interleaved samples\n", op,
+              all_reduce ? "AllReduce" : "ReduceScatter", dtype_name(dt), topt.samples);
+  Table table(args, {"ranks", "M", "N", "K/8", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"});
+
+  for (int w : world_sizes(args)) {
+    WorldOptions wo;
+    wo.heap_bytes = size_t(args.get_int("--heap-mb", 1024)) << 20;
+    InProcessWorld world(w, wo);
+    for (const Shape& s : shapes) {
+      const int64_t m = s.m, n = s.n, k = s.k / 8;
+      const int64_t out_rows = all_reduce || w == 1 ? m : m / w;
+      std::vector<RankData> rd(w);
+      world.run([&](Context& ctx) {
+        RankData& d = rd[ctx.rank()];
+        TL_CUDA_CHECK(cudaMalloc(&d.a, m * k * 2));
+        TL_CUDA_CHECK(cudaMalloc(&d.b, n * k * 2));
+        TL_CUDA_CHECK(cudaMalloc(&d.c, out_rows * n * 2));
+        TL_CUDA_CHECK(cudaMalloc(&d.full, m * n * 2));
+        test::fill_uniform(dt, d.a, m * k, 31 + ctx.rank(), 1.0f, ctx.stream());
+        test::fill_uniform(dt, d.b, n * k, 131 + ctx.rank(), 1.0f, ctx.stream());
+        d.cublas = std::make_unique<test::CublasGemm>(ctx.stream());
+        ctx.synchronize("bench setup");
+      });
+      auto rs = [&](ReducePath path, RsAlgo algo, CommMode mode) {
+        return [&, path, algo, mode](Context& ctx) {
+          RankData& d = rd[ctx.rank()];
+          GemmRsOptions o;
+          o.path = path;
+          o.algo = algo;
+          o.mode = mode;
+          gemm_rs(ctx, {dt, d.a, d.b, d.c, m, n, k}, o);
+        };
+      };
+      auto ar = [&](ReducePath path, ArAlgo algo) {
+        return [&, path, algo](Context& ctx) {
+          RankData& d = rd[ctx.rank()];
+          GemmArOptions o;
+          o.path = path;
+          o.algo = algo;
+          gemm_ar(ctx, {dt, d.a, d.b, d.c, m, n, k}, o);
+        };
+      };
+      auto gemm = [&](Context& ctx) {
+        RankData& d = rd[ctx.rank()];
+        d.cublas->run(dt, d.a, d.b, d.full, m, n, k);
+      };
+      std::vector<Candidate> cands;
+      if (w == 1) {
+        std::function<void(Context&)> fused = rs(ReducePath::fused, RsAlgo::ring, CommMode::push);
+        if (all_reduce) fused = ar(ReducePath::fused, ArAlgo::one_shot);
+        cands = {{"cublas", gemm}, {"fused", fused}};
+      } else if (all_reduce) {
+        cands = {{"decomposed", ar(ReducePath::decomposed, ArAlgo::one_shot)},
+                 {"cublas", gemm},
+                 {"one_shot", ar(ReducePath::fused, ArAlgo::one_shot)},
+                 {"two_shot", ar(ReducePath::fused, ArAlgo::two_shot)},
+                 {"auto", ar(ReducePath::automatic, ArAlgo::automatic)}};
+      } else {
+        cands = {{"decomposed", rs(ReducePath::decomposed, RsAlgo::ring, CommMode::push)},
+                 {"cublas", gemm},
+                 {"ring/push", rs(ReducePath::fused, RsAlgo::ring, CommMode::push)},
+                 {"ring/pull", rs(ReducePath::fused, RsAlgo::ring, CommMode::pull)},
+                 {"mesh/push", rs(ReducePath::fused, RsAlgo::full_mesh, CommMode::push)},
+                 {"mesh/pull", rs(ReducePath::fused, RsAlgo::full_mesh, CommMode::pull)},
+                 {"auto", rs(ReducePath::automatic, RsAlgo::ring, CommMode::push)}};
+      }
+      const std::vector<double> ms = time_interleaved(world, cands, topt);
+      const double base = ms[0];
+      const double ideal = w == 1 ? ms[0] : std::max(ms[1], std::max(0.0, ms[0] - ms[1]));
+      for (size_t i = 0; i < cands.size(); ++i)
+        table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
+                   fmt(ms[i]), fmt(tflops(m, n, k * w, ms[i]), 1), fmt(base / ms[i], 3),
+                   fmt(100.0 * ideal / ms[i], 1)});
+      world.run([&](Context& ctx) {
+        ctx.synchronize("bench teardown");
+        RankData& d = rd[ctx.rank()];
+        d.cublas.reset();
+        for (void* p : {d.a, d.b, d.c, d.full}) cudaFree(p);
+      });
+    }
+  }
+  return 0;
+}
+
+int run_rs(const Args& args) { return run_reduce(args, false); }
+int run_ar(const Args& args) { return run_reduce(args, true); }
+
+}  // namespace
+}  // namespace tilelink::bench
+
+TILELINK_BENCH_COMMAND(gemm_rs, "GEMM-ReduceScatter: world 1 vs cuBLAS; N in-process ranks vs decomposed",
+                       tilelink::bench::run_rs);
+TILELINK_BENCH_COMMAND(gemm_ar, "GEMM-AllReduce (decode M): world 1 vs cuBLAS; N in-process ranks vs decomposed",
+                       tilelink::bench::run_ar);
