@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: installs, builds, and runs every tilelink-bench benchmark on the GPUs present.
-# One GPU: the benchmarks run N in-process ranks sharing it (TILELINK_RANKS, default 8).
+# One GPU: the benchmarks run their in-process ranks (8 by default) all on it, and say so.
 # Several GPUs: one in-process rank per GPU. No GPU: says so, after building.
 set -euo pipefail
 
@@ -20,15 +20,16 @@ if [ "${gpus:-0}" -eq 0 ]; then
   exit 0
 fi
 
+# Each command picks its own world sizes (tools/bench/registry.hpp: one rank per GPU, or 8 ranks
+# on a single GPU); TILELINK_RANKS=N forces N in-process ranks for every command.
 args=(all)
+if [ -n "${TILELINK_RANKS:-}" ]; then args+=(--ranks "$TILELINK_RANKS"); fi
 if [ "$gpus" -eq 1 ]; then
-  ranks="${TILELINK_RANKS:-8}"
-  echo "run: 1 GPU found: every benchmark runs $ranks in-process ranks sharing that GPU"
-  echo "     (each rank gets 1/$ranks of its SMs; cross-GPU bandwidth is not measured this way)"
-  args+=(--ranks "$ranks")
+  echo "run: 1 GPU found: every benchmark runs its ranks in-process, all sharing this one GPU"
+  echo "     (${TILELINK_RANKS:-8} ranks for the multi-rank cases; each rank gets its share of the SMs,"
+  echo "     and \"peer\" traffic stays in one GPU's memory: NVLink is not measured this way)"
 else
-  echo "run: $gpus GPUs found: every benchmark runs one in-process rank per GPU"
-  if [ -n "${TILELINK_RANKS:-}" ]; then args+=(--ranks "$TILELINK_RANKS"); fi
+  echo "run: $gpus GPUs found: every benchmark runs one in-process rank per GPU (up to 8)"
 fi
 echo "run: $build/bin/tilelink-bench ${args[*]}"
 exec "$build/bin/tilelink-bench" "${args[@]}"
