@@ -6,8 +6,9 @@
 // from an earlier call can never satisfy a later wait, and nothing is ever reset.
 //
 // Every wait is bounded by Team::wait_timeout_ns. On timeout the waiting thread fills the
-// rank's WaitReport (host-mapped), prints rank, site, tile, slot, expected and observed value,
-// and traps; the host turns that into a tilelink::Error naming the op.
+// rank's WaitReport (host-mapped) with rank, site, tile, slot, expected and observed value, and
+// traps; the host turns that into a tilelink::Error naming the op and printing all of it. (The
+// device prints too only with TILELINK_DEVICE_PRINTF: see report_wait_timeout_at.)
 #pragma once
 
 #include <cstdint>
@@ -68,12 +69,17 @@ TL_DEVICE const char* cmp_name_device(Cmp c) {
 }
 }  // namespace detail
 
-// Records the first timeout of this rank in its WaitReport, prints it, and traps. Out of line
-// and given plain values (not the Team), so no kernel pays a stack frame for its cold path.
-__device__ __noinline__ inline void report_wait_timeout_at(WaitReport* report, int rank, int peer,
-                                                           int64_t slot, Cmp cmp, uint64_t expected,
-                                                           uint64_t observed, uint64_t waited_ns,
-                                                           int64_t tile, const char* site) {
+// Records the first timeout of this rank in its WaitReport (host-mapped: the host reads it even
+// after the trap and names the op, rank, site, tile, slot, expected and observed value in its
+// tilelink::Error), then traps.
+//
+// No function call on this path, on purpose: a call anywhere in a kernel that also issues wgmma
+// makes ptxas serialize every wgmma of that kernel (warning C7510), and device printf is a call
+// (vprintf). So by default the device does not print; define TILELINK_DEVICE_PRINTF to also get
+// a printf line per timed-out thread (debugging only, never in GEMM translation units).
+TL_DEVICE void report_wait_timeout_at(WaitReport* report, int rank, int peer, int64_t slot, Cmp cmp,
+                                      uint64_t expected, uint64_t observed, uint64_t waited_ns,
+                                      int64_t tile, const char* site) {
   if (report != nullptr && atomicCAS(&report->failed, 0, 1) == 0) {
     WaitReport* r = report;
     r->rank = rank;
@@ -90,11 +96,13 @@ __device__ __noinline__ inline void report_wait_timeout_at(WaitReport* report, i
     r->site[i] = '\0';
     __threadfence_system();
   }
+#if defined(TILELINK_DEVICE_PRINTF)
   printf("tilelink: rank %d: %s timed out after %llu ms: tile %lld, signal slot %lld on rank %d: "
          "expected %s %llu, observed %llu (block %d, thread %d)\n",
          rank, site, (unsigned long long)(waited_ns / 1000000), (long long)tile, (long long)slot, peer,
          detail::cmp_name_device(cmp), (unsigned long long)expected, (unsigned long long)observed,
          int(blockIdx.x), int(threadIdx.x));
+#endif
   __trap();
 }
 

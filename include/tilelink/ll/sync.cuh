@@ -26,7 +26,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 
 #include "tilelink/ll/data.cuh"
 #include "tilelink/ll/identity.cuh"
@@ -49,18 +48,18 @@ TL_DEVICE void quiet() {
 
 namespace detail {
 
-__device__ __noinline__ inline void barrier_slots_missing(int rank, const char* site) {
-  printf("tilelink: rank %d: %s: Team::barrier_slots is null (the Context did not reserve the "
-         "barrier slots) (block %d, thread %d)\n",
-         rank, site, int(blockIdx.x), int(threadIdx.x));
-  __trap();
+// Misuse, reported through the wait report (no printf: see report_wait_timeout_at).
+TL_DEVICE void barrier_slots_missing(const Team& t, const char* site) {
+  report_wait_timeout_at(t.report, t.rank, -1, -1, Cmp::ne, 0, 0, 0, -1,
+                         site[0] == 's' ? "sync_all: Team::barrier_slots is null"
+                                        : "barrier_all: Team::barrier_slots is null");
 }
 
 // Generation of the next barrier of this rank, read by every participating thread (idx <
 // num_ranks) BEFORE the group sync that precedes any arrival.
 TL_DEVICE uint64_t barrier_next_generation(const Team& t, uint32_t idx, const char* site) {
   if (idx >= uint32_t(t.num_ranks)) return 0;
-  if (t.barrier_slots == nullptr) barrier_slots_missing(t.rank, site);
+  if (t.barrier_slots == nullptr) barrier_slots_missing(t, site);
   return ld<Order::relaxed, Scope::sys>(t.barrier_slots + t.rank) + 1;
 }
 

@@ -30,7 +30,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 
 #include "tilelink/ll/data.cuh"
 #include "tilelink/ll/identity.cuh"
@@ -125,15 +124,14 @@ struct TmaStaging {
   uint32_t chunk;
 };
 
-__device__ __noinline__ inline void tma_staging_too_small(int rank, const void* smem,
-                                                         uint32_t smem_bytes, const char* site) {
-  printf("tilelink: rank %d: %s: staging buffer %p (%u bytes) is not a shared-memory buffer of at "
-         "least %u bytes (block %d)\n",
-         rank, site, smem, smem_bytes, kTmaBarrierBytes + 32u, int(blockIdx.x));
-  __trap();
+// Misuse (staging buffer not in shared memory, or too small), reported through the wait report
+// (expected: the minimum size, observed: the size given); no printf, see report_wait_timeout_at.
+TL_DEVICE void tma_staging_too_small(const Team& t, uint32_t smem_bytes) {
+  report_wait_timeout_at(t.report, t.rank, -1, -1, Cmp::ge, kTmaBarrierBytes + 32u, smem_bytes, 0, -1,
+                         "tma block copy: smem not shared or too small");
 }
 
-TL_DEVICE TmaStaging tma_staging(const Team& t, void* smem, uint32_t smem_bytes, const char* site) {
+TL_DEVICE TmaStaging tma_staging(const Team& t, void* smem, uint32_t smem_bytes) {
   const uintptr_t raw = reinterpret_cast<uintptr_t>(smem);
   const uintptr_t base = (raw + 15) & ~uintptr_t(15);
   const uint32_t lost = uint32_t(base - raw) + kTmaBarrierBytes;
@@ -142,7 +140,7 @@ TL_DEVICE TmaStaging tma_staging(const Team& t, void* smem, uint32_t smem_bytes,
   s.stages = avail >= 4u * 4096u ? 4u : avail >= 2u * 1024u ? 2u : 1u;
   s.chunk = (avail / s.stages) & ~15u;
   if (s.chunk > kTmaMaxChunk) s.chunk = kTmaMaxChunk;
-  if (!__isShared(smem) || s.chunk < 16u) tma_staging_too_small(t.rank, smem, smem_bytes, site);
+  if (!__isShared(smem) || s.chunk < 16u) tma_staging_too_small(t, smem_bytes);
   s.bars = reinterpret_cast<uint64_t*>(base);
   s.data = reinterpret_cast<char*>(base + kTmaBarrierBytes);
   return s;
@@ -220,7 +218,7 @@ TL_DEVICE void copy_tma_block(const Team& t, void* dst, const void* src, size_t 
   }
   if (body != 0) {
     __syncthreads();
-    if (tid == 0) tma_pipeline(t, d + head, s + head, body, tma_staging(t, smem, smem_bytes, site), site);
+    if (tid == 0) tma_pipeline(t, d + head, s + head, body, tma_staging(t, smem, smem_bytes), site);
   }
   __syncthreads();
 }
