@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The baselines users have today, on N GPUs: PyTorch cuBLAS + NCCL (sequential) and PyTorch
+async-TP (torch.ops.symm_mem fused ops), on the REFERENCE.md shapes.
+
+    torchrun --nproc-per-node 8 bench/torch_baselines.py [--csv FILE] [--iters 20]
+
+Prints, per shape: the GEMM alone, the collective alone, sequential, async-TP, in ms (median of
+--iters timed calls after warm-up, CUDA events, all ranks synchronised per sample; each sample is
+the slowest rank's time). Compare with `mpirun -np N build/bin/tilelink-bench <op> --mpi` in the
+same session. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
+"""
+import argparse
+import os
+import statistics
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+AG_SHAPES = [(8192, 11008, 4096), (8192, 14336, 4096), (8192, 28672, 8192), (8192, 53248, 16384),
+             (8192, 29568, 8192)]
+RS_SHAPES = [(8192, 4096, 11008), (8192, 4096, 14336), (8192, 3584, 14336), (8192, 4608, 36864),
+             (8192, 8192, 28672), (8192, 8192, 29568)]
+
+
+def timed(fn, iters, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(iters):
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        t = torch.tensor([start.elapsed_time(end)], device="cuda")
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        samples.append(t.item())
+    return statistics.median(samples)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--csv", default="")
+    args = p.parse_args()
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    group = dist.group.WORLD
+    have_symm = hasattr(torch.ops, "symm_mem") and hasattr(torch.ops.symm_mem, "fused_all_gather_matmul")
+    if have_symm:
+        import torch.distributed._symmetric_memory as symm_mem
+        symm_mem.enable_symm_mem_for_group(group.group_name)
+    rows = []
+    dt = torch.bfloat16
+
+    for m, n, k in AG_SHAPES:
+        a = torch.randn(m // world, k, device="cuda", dtype=dt)
+        b = torch.randn(n // 8, k, device="cuda", dtype=dt)  # this rank's TP8 shard of B
+        gathered = torch.empty(m, k, device="cuda", dtype=dt)
+        t_comm = timed(lambda: dist.all_gather_into_tensor(gathered, a), args.iters)
+        t_gemm = timed(lambda: gathered @ b.t(), args.iters)
+        t_seq = timed(lambda: (dist.all_gather_into_tensor(gathered, a), gathered @ b.t()), args.iters)
+        t_atp = float("nan")
+        if have_symm:
+            t_atp = timed(lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b.t()], 0, group.group_name),
+                          args.iters)
+        rows.append(("ag_gemm", m, n // 8, k, t_gemm, t_comm, t_seq, t_atp))
+
+    for m, n, k in RS_SHAPES:
+        a = torch.randn(m, k // 8, device="cuda", dtype=dt)
+        b = torch.randn(n, k // 8, device="cuda", dtype=dt)
+        partial = a @ b.t()
+        out = torch.empty(m // world, n, device="cuda", dtype=dt)
+        t_gemm = timed(lambda: a @ b.t(), args.iters)
+        t_comm = timed(lambda: dist.reduce_scatter_tensor(out, partial), args.iters)
+        t_seq = timed(lambda: dist.reduce_scatter_tensor(out, a @ b.t()), args.iters)
+        t_atp = float("nan")
+        if have_symm:
+            t_atp = timed(lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b.t(), "sum", 0, group.group_name),
+                          args.iters)
+        rows.append(("gemm_rs", m, n, k // 8, t_gemm, t_comm, t_seq, t_atp))
+
+    for m in (128, 256, 512, 1024, 2048):
+        n, k = 8192, 28672 // 8
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(n, k, device="cuda", dtype=dt)
+        c = a @ b.t()
+        t_gemm = timed(lambda: a @ b.t(), args.iters)
+        t_comm = timed(lambda: dist.all_reduce(c), args.iters)
+        t_seq = timed(lambda: dist.all_reduce(a @ b.t()), args.iters)
+        rows.append(("gemm_ar", m, n, k, t_gemm, t_comm, t_seq, float("nan")))
+
+    if rank == 0:
+        header = "op,M,N,K,gemm_ms,comm_ms,sequential_ms,async_tp_ms"
+        print(f"# world {world}, {torch.cuda.get_device_name()}, torch {torch.__version__}")
+        print(header)
+        lines = [",".join([r[0]] + [str(x) for x in r[1:4]] + [f"{x:.4f}" for x in r[4:]]) for r in rows]
+        print("\n".join(lines))
+        if args.csv:
+            with open(args.csv, "w") as f:
+                f.write(header + "\n" + "\n".join(lines) + "\n")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
