@@ -1,0 +1,175 @@
+// Host side of the GEMM engine: validation, the config heuristic, the run-time-dtype entry point.
+#include "tilelink/gemm/gemm.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "tilelink/gemm/hooks.cuh"
+#include "tilelink/runtime/error.hpp"
+
+namespace tilelink::gemm {
+
+bool parse_config(const std::string& name, GemmConfig* out) {
+  for (int i = 0; i < kNumGemmConfigs; ++i) {
+    if (name == kGemmConfigInfo[i].name) {
+      *out = static_cast<GemmConfig>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* raster_name(Raster r) {
+  switch (r) {
+    case Raster::along_m: return "along_m";
+    case Raster::along_n: return "along_n";
+    default: return "heuristic";
+  }
+}
+
+void fail_config_not_in_set(GemmConfig c, const char* what) {
+  const int i = static_cast<int>(c);
+  if (i < 0 || i >= kNumGemmConfigs) ::tilelink::detail::fail("gemm: invalid config id ", i, " in ", what);
+  ::tilelink::detail::fail("gemm: config ", kGemmConfigInfo[i].name, " is not in the library set; ", what);
+}
+
+void validate(const GemmShape& shape, const void* A, const void* B, const void* D, const char* who) {
+  const GemmShape s = packed(shape);
+  auto req = [&](bool ok, auto&&... parts) {
+    if (!ok) ::tilelink::detail::fail("gemm[", who, "] M=", s.M, " N=", s.N, " K=", s.K, ": ", parts...);
+  };
+  req(s.M >= 0 && s.N >= 0 && s.K >= 0, "negative dimension");
+  const int64_t kMax = int64_t(1) << 31;
+  req(s.M < kMax && s.N < kMax && s.K < kMax, "dimensions must be < 2^31");
+  if (s.M == 0 || s.N == 0) return;
+  req(s.K > 0, "K must be positive (K = 0 would leave D unwritten)");
+  req(s.N % 8 == 0, "N must be a multiple of 8 (16-byte TMA rows of D)");
+  req(s.K % 8 == 0, "K must be a multiple of 8 (16-byte TMA rows of A and B)");
+  req(s.lda >= s.K && s.lda % 8 == 0, "lda=", s.lda, " must be >= K and a multiple of 8");
+  req(s.ldb >= s.K && s.ldb % 8 == 0, "ldb=", s.ldb, " must be >= K and a multiple of 8");
+  req(s.ldd >= s.N && s.ldd % 8 == 0, "ldd=", s.ldd, " must be >= N and a multiple of 8");
+  req(A != nullptr && B != nullptr && D != nullptr, "null operand pointer");
+  auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
+  req(aligned(A), "A is not 16-byte aligned");
+  req(aligned(B), "B is not 16-byte aligned");
+  req(aligned(D), "D is not 16-byte aligned");
+}
+
+namespace detail {
+
+int current_device_or_throw(const char* who) {
+  int device = -1;
+  const cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) ::tilelink::detail::fail("gemm[", who, "]: cudaGetDevice failed: ", cudaGetErrorString(e));
+  return device;
+}
+
+int device_sm_count(int device) {
+  static std::atomic<int> cache[64] = {};
+  if (device >= 0 && device < 64) {
+    const int c = cache[device].load(std::memory_order_relaxed);
+    if (c > 0) return c;
+  }
+  int sms = 0;
+  const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess || sms <= 0) ::tilelink::detail::fail("gemm: cannot query SM count of device ", device);
+  if (device >= 0 && device < 64) cache[device].store(sms, std::memory_order_relaxed);
+  return sms;
+}
+
+}  // namespace detail
+
+// ---- heuristic -----------------------------------------------------------------------------
+// Rule (docs/GEMM.md "Heuristic"): every `lib` config gets
+//     score = wave_efficiency(shape, tile, SMs) * throughput_prior(config, K)
+// and the best score wins; ties go to the earlier (simpler) config. wave_efficiency is the
+// fraction of the persistent grid's tile slots that do useful work (partial edge tiles count
+// for their covered area); the priors are each kernel's relative per-tile speed, fitted to the
+// device sweep (tilelink-bench gemm --sweep). Raster/swizzle: along_n, swizzle by B's size.
+namespace {
+
+double wave_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  const int64_t tm = c.tile_m, tn = c.tile_n;
+  // Cluster units: the persistent grid holds sms / cluster_size clusters.
+  const int64_t cm = c.cluster_m, cn = c.cluster_n;
+  const int64_t units_m = (s.M + tm * cm - 1) / (tm * cm);
+  const int64_t units_n = (s.N + tn * cn - 1) / (tn * cn);
+  const int64_t slots = std::max<int64_t>(1, sms / (cm * cn));
+  const int64_t units = units_m * units_n;
+  const int64_t waves = (units + slots - 1) / slots;
+  const double useful = double(s.M) * double(s.N);
+  const double capacity = double(waves) * double(slots) * double(tm * cm) * double(tn * cn);
+  return useful / capacity;
+}
+
+double throughput_prior(const GemmConfigInfo& c, const GemmShape& s) {
+  // Until the device sweep replaces them: wide tiles are fastest per FLOP; ping-pong hides the
+  // epilogue, which matters when K (hence the mainloop per tile) is short.
+  const bool short_k = s.K <= 2048;
+  if (c.schedule == GemmSchedule::pp) return short_k ? 0.97 : 0.90;
+  const int area = c.tile_m * c.tile_n;
+  double p = area >= 128 * 256 ? 1.0 : area >= 128 * 192 ? 0.97 : area >= 128 * 176 ? 0.96 : 0.93;
+  if (short_k) p *= 0.96;  // the cooperative epilogue is not hidden behind the mainloop
+  return p;
+}
+
+}  // namespace
+
+GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed) {
+  const GemmShape s = packed(shape);
+  int sms = sm_budget;
+  if (sms <= 0) {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) device = 0;
+    int n = 0;
+    sms = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n > 0 ? n : 132;
+  }
+  TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
+  GemmPlan best{};
+  double best_score = -1.0;
+  for (int i = 0; i < kNumGemmConfigs; ++i) {
+    const GemmConfigInfo& c = kGemmConfigInfo[i];
+    if (!(allowed & (uint64_t(1) << i))) continue;
+    if (c.cluster_m * c.cluster_n > sms) continue;
+    const double score = wave_efficiency(s, c, sms) * throughput_prior(c, s);
+    if (score > best_score + 1e-9) {
+      best_score = score;
+      best.config = static_cast<GemmConfig>(i);
+    }
+  }
+  TL_REQUIRE(best_score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
+  best.raster = Raster::along_n;
+  // along_n walks all N tiles of one M unit before the next: B is re-read once per M unit, so
+  // group M units (swizzle) when B does not stay resident in L2 (50 MB on H100/H200).
+  const double b_bytes = double(s.N) * double(s.K) * 2.0;
+  best.swizzle = b_bytes <= 24.0 * 1024 * 1024 ? 1 : 4;
+  return best;
+}
+
+// ---- run-time dtype entry point ----------------------------------------------------------
+void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, const GemmPlan* plan,
+          int sm_budget, cudaStream_t stream) {
+  const GemmPlan p = plan ? *plan : choose_config(shape, dtype, sm_budget);
+  switch (dtype) {
+    case DType::bf16: {
+      GemmArgs<__nv_bfloat16> a{static_cast<const __nv_bfloat16*>(A), static_cast<const __nv_bfloat16*>(B),
+                                static_cast<__nv_bfloat16*>(D), shape};
+      run_gemm(a, NoHooks{}, p, sm_budget, stream);
+      return;
+    }
+    case DType::fp16: {
+      GemmArgs<__half> a{static_cast<const __half*>(A), static_cast<const __half*>(B), static_cast<__half*>(D),
+                         shape};
+      run_gemm(a, NoHooks{}, p, sm_budget, stream);
+      return;
+    }
+  }
+  ::tilelink::detail::fail("gemm: unsupported dtype ", static_cast<int>(dtype), " (bf16 and fp16 only)");
+}
+
+}  // namespace tilelink::gemm
