@@ -167,6 +167,7 @@ void run_copy_cases(tilelink::InProcessWorld& world, bool put) {
   const uint64_t seed = tt::fresh_seed();
   SCOPED_TRACE(tt::seed_trace(seed));
   world.run([&](Context& ctx) {
+    SCOPED_TRACE(tt::seed_trace(seed));  // per thread: rank threads report their own failures
     const int me = ctx.rank(), n = ctx.num_ranks();
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     const Buffers b = buffers(ctx);
@@ -215,6 +216,7 @@ TEST_P(LlData, TmaPutAndGet) {
   const uint64_t seed = tt::fresh_seed();
   SCOPED_TRACE(tt::seed_trace(seed));
   world().run([&](Context& ctx) {
+    SCOPED_TRACE(tt::seed_trace(seed));  // per thread: rank threads report their own failures
     const int me = ctx.rank(), n = ctx.num_ranks();
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     const Buffers b = buffers(ctx);
@@ -254,6 +256,7 @@ TEST_P(LlData, PutmemSignalThenWait) {
   const uint64_t seed = tt::fresh_seed();
   SCOPED_TRACE(tt::seed_trace(seed));
   world().run([&](Context& ctx) {
+    SCOPED_TRACE(tt::seed_trace(seed));  // per thread: rank threads report their own failures
     const int me = ctx.rank(), n = ctx.num_ranks();
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     const Buffers b = buffers(ctx);

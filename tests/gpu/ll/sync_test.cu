@@ -3,6 +3,7 @@
 // in-process worlds of 1, 2, 4 and 8 ranks on one GPU.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <sstream>
 
 #include "gpu/common/gpu_test.hpp"
@@ -120,7 +121,7 @@ TEST_P(LlSync, SignalSetAddEveryCmpSys) { run_signal_steps<ll::Scope::sys>(world
 
 TEST_P(LlSync, SignalSetAddEveryCmpGpu) {
   // gpu scope is enough between ranks on one GPU, which is how this test runs.
-  bool one_gpu = true;
+  std::atomic<bool> one_gpu{true};
   world().run([&](Context& ctx) {
     if (ctx.ranks_on_device() != ctx.num_ranks()) one_gpu = false;
   });
@@ -269,6 +270,7 @@ void run_ring(tilelink::InProcessWorld& world) {
   const uint64_t seed = tt::fresh_seed();
   SCOPED_TRACE(tt::seed_trace(seed));
   world.run([&](Context& ctx) {
+    SCOPED_TRACE(tt::seed_trace(seed));  // per thread: rank threads report their own failures
     const int n = ctx.num_ranks();
     const int blocks = std::min(4, ctx.sm_count());
     auto* in = static_cast<char*>(ctx.symmetric_workspace("ll.test.ring.in", kChunk));
