@@ -52,7 +52,7 @@ TL_DEVICE uint32_t lane_id() {
 // Moves `count` words of type V from s to d (both V-aligned), split over threads idx of nthr,
 // four independent loads in flight per thread before their stores.
 template <class V>
-TL_DEVICE void copy_words(V* d, const V* s, size_t count, uint32_t idx, uint32_t nthr) {
+TL_HOST_DEVICE void copy_words(V* d, const V* s, size_t count, uint32_t idx, uint32_t nthr) {
   size_t i = idx;
   const size_t step = nthr;
   for (; i + 3 * step < count; i += 4 * step) {
@@ -65,8 +65,9 @@ TL_DEVICE void copy_words(V* d, const V* s, size_t count, uint32_t idx, uint32_t
   for (; i < count; i += step) d[i] = s[i];
 }
 
-// Copies `bytes` from src to dst split over threads idx in [0, nthr). Weak accesses.
-TL_DEVICE void copy_bytes(void* dst, const void* src, size_t bytes, uint32_t idx, uint32_t nthr) {
+// Copies `bytes` from src to dst split over threads idx in [0, nthr). Weak accesses. (Host too,
+// so the split can be checked without a GPU.)
+TL_HOST_DEVICE void copy_bytes(void* dst, const void* src, size_t bytes, uint32_t idx, uint32_t nthr) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   const uintptr_t rel = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);

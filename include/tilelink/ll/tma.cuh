@@ -146,45 +146,83 @@ TL_DEVICE TmaStaging tma_staging(const Team& t, void* smem, uint32_t smem_bytes)
   return s;
 }
 
+// The schedule of a staged bulk copy, separate from the instructions so the host can check it
+// with a model (Ops is the device implementation below, or a simulator): chunk k of `body` goes
+// through stage k % stages; loads run up to `stages` chunks ahead of the stores; a stage is
+// reloaded only after the store out of it finished reading it.
+//   ops.load(k, stage, offset, len)    bulk load of chunk k into the stage (mbarrier completion)
+//   ops.wait(k, stage, parity)         wait for the stage's phase of that parity (chunk k landed)
+//   ops.store(k, stage, offset, len)   bulk store of chunk k out of the stage; ops.commit()
+//   ops.wait_read(n)                   all but the newest n store groups finished reading
+#pragma nv_exec_check_disable
+template <class Ops>
+TL_HOST_DEVICE void tma_schedule_load(Ops& ops, size_t k, size_t body, uint32_t stages, uint32_t chunk) {
+  const size_t left = body - k * chunk;
+  ops.load(k, uint32_t(k % stages), k * chunk, left < chunk ? uint32_t(left) : chunk);
+}
+
+#pragma nv_exec_check_disable
+template <class Ops>
+TL_HOST_DEVICE void tma_schedule(Ops& ops, size_t body, uint32_t stages, uint32_t chunk) {
+  const size_t nchunks = (body + chunk - 1) / chunk;
+  const size_t prologue = nchunks < stages ? nchunks : stages;
+  for (size_t k = 0; k < prologue; ++k) tma_schedule_load(ops, k, body, stages, chunk);
+  for (size_t k = 0; k < nchunks; ++k) {
+    const uint32_t stage = uint32_t(k % stages);
+    const size_t left = body - k * chunk;
+    ops.wait(k, stage, uint32_t((k / stages) & 1u));
+    ops.store(k, stage, k * chunk, left < chunk ? uint32_t(left) : chunk);
+    ops.commit();
+    if (stages == 1) {
+      // One stage: the store just issued must finish reading it before the next load lands.
+      if (k + 1 < nchunks) {
+        ops.wait_read(0);
+        tma_schedule_load(ops, k + 1, body, stages, chunk);
+      }
+    } else if (k >= 1 && k - 1 + stages < nchunks) {
+      // Refill the stage of chunk k-1 (its store was issued one iteration ago) with chunk
+      // k-1+stages, keeping the newest store in flight.
+      ops.wait_read(1);
+      tma_schedule_load(ops, k - 1 + stages, body, stages, chunk);
+    }
+  }
+}
+
+// The device side of tma_schedule: PTX bulk copies and mbarriers, issued by one thread.
+struct TmaDeviceOps {
+  const Team& t;
+  char* d;
+  const char* s;
+  const TmaStaging& st;
+  const char* site;
+  TL_DEVICE char* stage_data(uint32_t stage) const { return st.data + size_t(stage) * st.chunk; }
+  TL_DEVICE void load(size_t, uint32_t stage, size_t offset, uint32_t len) {
+    mbarrier_arrive_expect_tx(&st.bars[stage], len);
+    tma_load_1d(stage_data(stage), s + offset, len, &st.bars[stage]);
+  }
+  TL_DEVICE void wait(size_t, uint32_t stage, uint32_t parity) {
+    mbarrier_wait(t, &st.bars[stage], parity, WaitSite{-1, site});
+  }
+  TL_DEVICE void store(size_t, uint32_t stage, size_t offset, uint32_t len) {
+    tma_store_1d(d + offset, stage_data(stage), len);
+  }
+  TL_DEVICE void commit() { tma_store_commit(); }
+  TL_DEVICE void wait_read(int newest_pending) {
+    if (newest_pending == 0) tma_store_wait_read<0>();
+    else tma_store_wait_read<1>();
+  }
+};
+
 // Issued by one thread: moves `body` bytes (multiple of 16, both ends 16-aligned) from s to d
-// through the staging buffer, bulk loads running up to `stages` chunks ahead of bulk stores.
-// Returns with every bulk store complete and fenced towards the generic proxy.
+// through the staging buffer. Returns with every bulk store complete and fenced towards the
+// generic proxy, and the stage mbarriers invalidated.
 TL_DEVICE void tma_pipeline(const Team& t, char* d, const char* s, size_t body, const TmaStaging& st,
                             const char* site) {
-  const size_t nchunks = (body + st.chunk - 1) / st.chunk;
   for (uint32_t i = 0; i < st.stages; ++i) mbarrier_init(&st.bars[i], 1);
   fence_mbarrier_init();
   fence_proxy_async_shared_cta();
-  auto len_of = [&](size_t k) -> uint32_t {
-    const size_t left = body - k * st.chunk;
-    return left < st.chunk ? uint32_t(left) : st.chunk;
-  };
-  auto load = [&](size_t k) {
-    const uint32_t stage = uint32_t(k % st.stages);
-    const uint32_t len = len_of(k);
-    mbarrier_arrive_expect_tx(&st.bars[stage], len);
-    tma_load_1d(st.data + size_t(stage) * st.chunk, s + k * st.chunk, len, &st.bars[stage]);
-  };
-  const size_t prologue = nchunks < st.stages ? nchunks : st.stages;
-  for (size_t k = 0; k < prologue; ++k) load(k);
-  for (size_t k = 0; k < nchunks; ++k) {
-    const uint32_t stage = uint32_t(k % st.stages);
-    mbarrier_wait(t, &st.bars[stage], uint32_t((k / st.stages) & 1u), WaitSite{-1, site});
-    tma_store_1d(d + k * st.chunk, st.data + size_t(stage) * st.chunk, len_of(k));
-    tma_store_commit();
-    if (st.stages == 1) {
-      // One stage: the store just issued must finish reading it before the next load lands.
-      if (k + 1 < nchunks) {
-        tma_store_wait_read<0>();
-        load(k + 1);
-      }
-    } else if (k >= 1 && k - 1 + st.stages < nchunks) {
-      // Refill the stage of chunk k-1 (its store was issued one iteration ago) with chunk
-      // k-1+stages, keeping the newest store in flight.
-      tma_store_wait_read<1>();
-      load(k - 1 + st.stages);
-    }
-  }
+  TmaDeviceOps ops{t, d, s, st, site};
+  tma_schedule(ops, body, st.stages, st.chunk);
   tma_store_wait<0>();
   fence_proxy_async_global();
   for (uint32_t i = 0; i < st.stages; ++i) mbarrier_inval(&st.bars[i]);
