@@ -1,0 +1,512 @@
+// tilelink-bench gemm — the GEMM engine against cuBLAS, interleaved in one process.
+//
+//   tilelink-bench gemm                 REFERENCE.md shapes, choose_config's plan vs cuBLAS
+//   tilelink-bench gemm --sweep         every compiled config x raster x swizzle per shape, the
+//                                       best per shape re-measured; prints the table the
+//                                       heuristic is fitted to
+//   tilelink-bench gemm --with-hooks    cost of world-size-1 signal hooks (eager / deferred)
+// Flags: --shapes ag|rs|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
+//        --configs a,b,c (sweep subset)  --sets N (input buffer sets, >= 2)  --sm-budget N
+//        --csv FILE  --no-check
+//
+// Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
+// a block >= 0.5 ms; a spin kernel ahead of the first event keeps host launch latency out of it),
+// rotating over `sets` input buffer sets so neither side runs from a warm L2
+// copy of its own inputs; candidate and cuBLAS samples alternate; the reported time is the
+// median per launch; inputs are uniform random in [-1, 1) (never zeros). The engine's output is
+// compared against cuBLAS's once per shape and config.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/registry.hpp"
+#include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/testing_hooks.cuh"
+#include "tilelink/runtime/error.hpp"
+
+namespace {
+
+using namespace tilelink::gemm;
+using bf16 = __nv_bfloat16;
+
+#define BENCH_CUDA(call)                                                                            \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    TL_REQUIRE(e_ == cudaSuccess, "gemm bench: ", #call, " failed: ", cudaGetErrorString(e_));      \
+  } while (0)
+#define BENCH_CUBLAS(call)                                                                          \
+  do {                                                                                              \
+    cublasStatus_t s_ = (call);                                                                     \
+    TL_REQUIRE(s_ == CUBLAS_STATUS_SUCCESS, "gemm bench: ", #call, " failed: status ", int(s_));    \
+  } while (0)
+
+struct BenchShape {
+  std::string group;
+  int64_t M, N, K;
+};
+
+std::vector<BenchShape> reference_shapes(const std::string& which) {
+  // REFERENCE.md dense TP shapes at 8 ranks: AG-GEMM with N / 8, GEMM-RS with K / 8.
+  const std::vector<BenchShape> ag = {{"ag", 8192, 1376, 4096},
+                                      {"ag", 8192, 1792, 4096},
+                                      {"ag", 8192, 3584, 8192},
+                                      {"ag", 8192, 6656, 16384},
+                                      {"ag", 8192, 3696, 8192}};
+  const std::vector<BenchShape> rs = {{"rs", 8192, 4096, 1376}, {"rs", 8192, 4096, 1792},
+                                      {"rs", 8192, 3584, 1792}, {"rs", 8192, 4608, 4608},
+                                      {"rs", 8192, 8192, 3584}, {"rs", 8192, 8192, 3696}};
+  if (which == "ag") return ag;
+  if (which == "rs") return rs;
+  if (which == "all" || which.empty()) {
+    std::vector<BenchShape> v = ag;
+    v.insert(v.end(), rs.begin(), rs.end());
+    return v;
+  }
+  std::vector<BenchShape> v;
+  std::stringstream ss(which);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    long long m = 0, n = 0, k = 0;
+    TL_REQUIRE(std::sscanf(item.c_str(), "%lldx%lldx%lld", &m, &n, &k) == 3, "gemm bench: bad shape '", item,
+               "' (want MxNxK)");
+    v.push_back({"custom", m, n, k});
+  }
+  return v;
+}
+
+__global__ void fill_uniform(bf16* p, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + uint64_t(i);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    const float u = float(uint32_t(x) >> 8) * (1.0f / 16777216.0f);
+    p[i] = __float2bfloat16_rn(2.0f * u - 1.0f);
+  }
+}
+
+// out[0]: elements where |d - c| > rtol*|c| + atol; out[1]: max |d - c| (as float bits).
+__global__ void compare(const bf16* d, const bf16* c, int64_t n, float rtol, float atol, unsigned long long* bad,
+                        unsigned int* maxbits) {
+  unsigned long long local = 0;
+  float mx = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float a = __bfloat162float(d[i]), b = __bfloat162float(c[i]);
+    const float e = fabsf(a - b);
+    if (!(e <= rtol * fabsf(b) + atol)) ++local;
+    mx = fmaxf(mx, isfinite(e) ? e : 3.0e38f);
+  }
+  if (local) atomicAdd(bad, local);
+  atomicMax(maxbits, __float_as_uint(mx));
+}
+
+struct Buffers {
+  int sets = 2;
+  int64_t M = 0, N = 0, K = 0;
+  std::vector<bf16*> A, B;
+  bf16* D = nullptr;
+  bf16* Dref = nullptr;
+  unsigned long long* bad = nullptr;
+  unsigned int* maxbits = nullptr;
+  Buffers(const BenchShape& s, int nsets) : sets(nsets), M(s.M), N(s.N), K(s.K) {
+    for (int i = 0; i < sets; ++i) {
+      bf16 *a = nullptr, *b = nullptr;
+      BENCH_CUDA(cudaMalloc(&a, size_t(M * K) * sizeof(bf16)));
+      BENCH_CUDA(cudaMalloc(&b, size_t(N * K) * sizeof(bf16)));
+      fill_uniform<<<1024, 256>>>(a, M * K, 1000 + 2 * i);
+      fill_uniform<<<1024, 256>>>(b, N * K, 1001 + 2 * i);
+      A.push_back(a);
+      B.push_back(b);
+    }
+    BENCH_CUDA(cudaMalloc(&D, size_t(M * N) * sizeof(bf16)));
+    BENCH_CUDA(cudaMalloc(&Dref, size_t(M * N) * sizeof(bf16)));
+    BENCH_CUDA(cudaMalloc(&bad, sizeof(unsigned long long)));
+    BENCH_CUDA(cudaMalloc(&maxbits, sizeof(unsigned int)));
+    BENCH_CUDA(cudaDeviceSynchronize());
+  }
+  ~Buffers() {
+    for (auto* p : A) cudaFree(p);
+    for (auto* p : B) cudaFree(p);
+    cudaFree(D);
+    cudaFree(Dref);
+    cudaFree(bad);
+    cudaFree(maxbits);
+  }
+};
+
+struct Cublas {
+  cublasHandle_t h = nullptr;
+  void* workspace = nullptr;
+  explicit Cublas(cudaStream_t stream) {
+    BENCH_CUBLAS(cublasCreate(&h));
+    BENCH_CUBLAS(cublasSetStream(h, stream));
+    const size_t ws = size_t(32) << 20;
+    BENCH_CUDA(cudaMalloc(&workspace, ws));
+    BENCH_CUBLAS(cublasSetWorkspace(h, workspace, ws));
+  }
+  ~Cublas() {
+    cublasDestroy(h);
+    cudaFree(workspace);
+  }
+  // Row-major D[M,N] = A[M,K] B[N,K]^T is column-major D^T = B A^T: (op T on B) x (op N on A).
+  void gemm(const bf16* A, const bf16* B, bf16* D, int64_t M, int64_t N, int64_t K) {
+    const float alpha = 1.f, beta = 0.f;
+    BENCH_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(M), int(K), &alpha, B, CUDA_R_16BF, int(K), A,
+                              CUDA_R_16BF, int(K), &beta, D, CUDA_R_16BF, int(N), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+  }
+};
+
+// Every compiled bf16/NoHooks kernel, lib and sweep sets.
+void launch_any(GemmConfig c, const GemmArgs<bf16>& a, const GemmLaunchOptions& o, cudaStream_t s) {
+  switch (c) {
+#if defined(TILELINK_GEMM_HAVE_SWEEP)
+#define X_CASE(name, ...)                                         \
+  case GemmConfig::name:                                          \
+    return gemm_launch<bf16, NoHooks, GemmConfig::name>(a, NoHooks{}, o, s);
+#else
+#define X_CASE_lib(name) \
+  case GemmConfig::name: \
+    return gemm_launch<bf16, NoHooks, GemmConfig::name>(a, NoHooks{}, o, s);
+#define X_CASE_sweep(name)
+#define X_CASE(name, sched, tm, tn, tk, cm, cn, st, en, set) X_CASE_##set(name)
+#endif
+    TILELINK_GEMM_CONFIGS(X_CASE)
+#undef X_CASE
+    default:
+      TL_REQUIRE(false, "gemm bench: config #", int(c),
+                 " is not built into this binary (sweep set needs tilelink_gemm_sweep)");
+  }
+}
+
+using Launch = std::function<void(int set)>;
+
+// Keeps the GPU busy while the host enqueues a timed block, so a block never includes host
+// launch latency (which differs between the engine and cuBLAS).
+__global__ void spin_ns(uint64_t ns) {
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+struct Timer {
+  cudaStream_t stream;
+  int sets;
+  cudaEvent_t e0, e1;
+  Timer(cudaStream_t s, int nsets) : stream(s), sets(nsets) {
+    BENCH_CUDA(cudaEventCreate(&e0));
+    BENCH_CUDA(cudaEventCreate(&e1));
+  }
+  ~Timer() {
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  }
+  // ms per launch of one block of `reps` launches, rotating buffer sets.
+  double block(const Launch& f, int reps, int& rot) {
+    spin_ns<<<1, 1, 0, stream>>>(100000ull + 50000ull * uint64_t(reps));
+    BENCH_CUDA(cudaEventRecord(e0, stream));
+    for (int i = 0; i < reps; ++i) f(rot++ % sets);
+    BENCH_CUDA(cudaEventRecord(e1, stream));
+    BENCH_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    return double(ms) / reps;
+  }
+  int reps_for(const Launch& f, int& rot) {
+    for (int i = 0; i < 3; ++i) f(rot++ % sets);  // warm-up (first launch sets attributes)
+    const double t = block(f, 2, rot);
+    return std::max(1, int(std::ceil(0.5 / std::max(t, 1e-3))));
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Interleaved medians of several candidates: sample c0, c1, ..., c0, c1, ...
+std::vector<double> measure(Timer& t, const std::vector<Launch>& cands, int samples) {
+  int rot = 0;
+  std::vector<int> reps;
+  for (const auto& c : cands) reps.push_back(t.reps_for(c, rot));
+  std::vector<std::vector<double>> v(cands.size());
+  for (int s = 0; s < samples; ++s)
+    for (size_t i = 0; i < cands.size(); ++i) v[i].push_back(t.block(cands[i], reps[i], rot));
+  std::vector<double> med;
+  for (auto& x : v) med.push_back(median(x));
+  return med;
+}
+
+double tflops(const BenchShape& s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 1e-3) / 1e12; }
+
+struct Csv {
+  FILE* f = nullptr;
+  explicit Csv(const std::string& path) {
+    if (!path.empty()) {
+      f = std::fopen(path.c_str(), "w");
+      TL_REQUIRE(f != nullptr, "gemm bench: cannot open ", path);
+      std::fprintf(f, "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio\n");
+    }
+  }
+  ~Csv() {
+    if (f) std::fclose(f);
+  }
+  void row(const char* mode, const BenchShape& s, const GemmPlan& p, double ms, double cms) {
+    if (!f) return;
+    std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f\n", mode, s.group.c_str(),
+                 (long long)s.M, (long long)s.N, (long long)s.K, config_name(p.config), raster_name(p.raster),
+                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms);
+    std::fflush(f);
+  }
+};
+
+// Output check against cuBLAS: both accumulate in fp32 and round to bf16 once, so they differ by
+// accumulation order: allow 2^-6 relative plus 2^-7 * sqrt(K) / 3 absolute (the result's scale).
+std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<void()>& run, cudaStream_t st) {
+  cb.gemm(b.A[0], b.B[0], b.Dref, b.M, b.N, b.K);
+  BENCH_CUDA(cudaMemsetAsync(b.D, 0xFF, size_t(b.M * b.N) * sizeof(bf16), st));  // NaN poison
+  run();
+  BENCH_CUDA(cudaMemsetAsync(b.bad, 0, sizeof(unsigned long long), st));
+  BENCH_CUDA(cudaMemsetAsync(b.maxbits, 0, sizeof(unsigned int), st));
+  const float atol = float(std::sqrt(double(b.K)) / 3.0 / 128.0);
+  compare<<<1024, 256, 0, st>>>(b.D, b.Dref, b.M * b.N, 1.0f / 64.0f, atol, b.bad, b.maxbits);
+  unsigned long long bad = 0;
+  unsigned int maxbits = 0;
+  BENCH_CUDA(cudaMemcpyAsync(&bad, b.bad, sizeof bad, cudaMemcpyDeviceToHost, st));
+  BENCH_CUDA(cudaMemcpyAsync(&maxbits, b.maxbits, sizeof maxbits, cudaMemcpyDeviceToHost, st));
+  BENCH_CUDA(cudaStreamSynchronize(st));
+  float mx;
+  std::memcpy(&mx, &maxbits, sizeof mx);
+  char buf[128];
+  if (bad) snprintf(buf, sizeof buf, "MISMATCH (%llu elements, max |diff| %.3g)", bad, mx);
+  else snprintf(buf, sizeof buf, "ok (max |diff| %.3g)", mx);
+  return buf;
+}
+
+std::string plan_str(const GemmPlan& p) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s/%s/sw%d", config_name(p.config), raster_name(p.raster), p.swizzle);
+  return buf;
+}
+
+int run_gemm_bench(const tilelink::bench::Args& args) {
+  const auto shapes = reference_shapes(args.get("shapes", "all"));
+  const int samples = std::max<long>(20, args.get_int("samples", 30));
+  const int sweep_samples = std::max<long>(5, args.get_int("sweep-samples", 12));
+  const int sets = std::max<long>(2, args.get_int("sets", 2));
+  const int budget = int(args.get_int("sm-budget", 0));
+  const bool do_check = !args.has("no-check");
+  Csv csv(args.get("csv", ""));
+
+  cudaStream_t st;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  Cublas cb(st);
+  Timer timer(st, sets);
+  int dev = 0;
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDevice(&dev));
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, dev));
+  std::printf("gemm bench: %s, %d SMs, sm budget %d, bf16 TN, %d input sets, %d samples (sweep %d)\n", prop.name,
+              prop.multiProcessorCount, budget > 0 ? budget : prop.multiProcessorCount, sets, samples,
+              sweep_samples);
+  std::fflush(stdout);
+
+  auto engine = [&](Buffers& b, const GemmPlan& p) -> Launch {
+    return [&b, p, budget, st](int set) {
+      const GemmArgs<bf16> a{b.A[set], b.B[set], b.D, GemmShape{b.M, b.N, b.K}};
+      launch_any(p.config, a, GemmLaunchOptions{budget, p.raster, p.swizzle}, st);
+    };
+  };
+  auto cublas = [&](Buffers& b) -> Launch {
+    return [&b, &cb](int set) { cb.gemm(b.A[set], b.B[set], b.D, b.M, b.N, b.K); };
+  };
+
+  // ---- 1. the heuristic's plan vs cuBLAS --------------------------------------------------
+  std::printf("\n== choose_config vs cuBLAS (median of %d interleaved samples) ==\n", samples);
+  std::printf("%-6s %6s %6s %6s  %-34s %9s %8s %9s %8s %7s  %s\n", "group", "M", "N", "K", "plan", "ms", "TFLOP/s",
+              "cublas ms", "TFLOP/s", "ratio", "check");
+  std::fflush(stdout);
+  double log_sum = 0;
+  for (const auto& s : shapes) {
+    Buffers b(s, sets);
+    const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget);
+    std::string chk = "skipped";
+    if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
+    const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
+    log_sum += std::log(med[1] / med[0]);
+    std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f  %s\n", s.group.c_str(), (long long)s.M,
+                (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
+                tflops(s, med[1]), med[1] / med[0], chk.c_str());
+    std::fflush(stdout);
+    csv.row("heuristic", s, p, med[0], med[1]);
+  }
+  std::printf("geomean ratio (cuBLAS time / engine time): %.3f\n", std::exp(log_sum / double(shapes.size())));
+  std::fflush(stdout);
+
+  // ---- 2. sweep ----------------------------------------------------------------------------
+  if (args.has("sweep")) {
+#if !defined(TILELINK_GEMM_HAVE_SWEEP)
+    std::printf("\n--sweep: this binary was built without tilelink_gemm_sweep; only `lib` configs are swept\n");
+#endif
+    std::vector<GemmConfig> cfgs;
+    const std::string only = args.get("configs", "");
+    for (int i = 0; i < kNumGemmConfigs; ++i) {
+      const GemmConfig c = static_cast<GemmConfig>(i);
+#if !defined(TILELINK_GEMM_HAVE_SWEEP)
+      if (config_info(c).set != GemmConfigSet::lib) continue;
+#endif
+      if (!only.empty()) {
+        std::string list = ",", name = ",";
+        list += only;
+        list += ",";
+        name += config_name(c);
+        name += ",";
+        if (list.find(name) == std::string::npos) continue;
+      }
+      cfgs.push_back(c);
+    }
+    const Raster rasters[] = {Raster::along_n, Raster::along_m};
+    const int swizzles[] = {1, 2, 4, 8};
+    std::printf("\n== sweep: %zu configs x 2 rasters x 4 swizzles, %d samples each, each paired with cuBLAS ==\n",
+                cfgs.size(), sweep_samples);
+    std::fflush(stdout);
+    double best_log_sum = 0;
+    std::vector<std::pair<BenchShape, GemmPlan>> best_plans;
+    for (const auto& s : shapes) {
+      Buffers b(s, sets);
+      struct Row {
+        GemmPlan p;
+        double ms, cms;
+      };
+      std::vector<Row> rows;
+      for (GemmConfig c : cfgs) {
+        std::string chk = do_check ? check_against_cublas(b, cb, [&] { engine(b, GemmPlan{c, Raster::along_n, 1})(0); }, st)
+                                   : "skipped";
+        std::printf("  %-6s %lldx%lldx%lld %-24s check %s:", s.group.c_str(), (long long)s.M, (long long)s.N,
+                    (long long)s.K, config_name(c), chk.c_str());
+        for (Raster r : rasters) {
+          for (int sw : swizzles) {
+            const GemmPlan p{c, r, sw};
+            const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
+            rows.push_back({p, med[0], med[1]});
+            std::printf(" %s%d=%.3f", r == Raster::along_n ? "n" : "m", sw, med[1] / med[0]);
+            csv.row("sweep", s, p, med[0], med[1]);
+          }
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+      std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.cms / x.ms > y.cms / y.ms; });
+      std::printf("  best for %lldx%lldx%lld:", (long long)s.M, (long long)s.N, (long long)s.K);
+      for (size_t i = 0; i < std::min<size_t>(5, rows.size()); ++i)
+        std::printf("  %s %.3f", plan_str(rows[i].p).c_str(), rows[i].cms / rows[i].ms);
+      std::printf("\n");
+      std::fflush(stdout);
+      if (!rows.empty()) best_plans.push_back({s, rows[0].p});
+    }
+    // Re-measure each shape's winner with the full sample count (the sweep's max is biased up).
+    std::printf("\n== sweep winners re-measured (median of %d interleaved samples) ==\n", samples);
+    for (const auto& [s, p] : best_plans) {
+      Buffers b(s, sets);
+      const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
+      best_log_sum += std::log(med[1] / med[0]);
+      std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f\n", s.group.c_str(), (long long)s.M,
+                  (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
+                  tflops(s, med[1]), med[1] / med[0]);
+      std::fflush(stdout);
+      csv.row("sweep-best", s, p, med[0], med[1]);
+    }
+    if (!best_plans.empty())
+      std::printf("geomean ratio of the per-shape winners: %.3f\n", std::exp(best_log_sum / double(best_plans.size())));
+    std::fflush(stdout);
+  }
+
+  // ---- 3. hook overhead ----------------------------------------------------------------------
+  if (args.has("with-hooks")) {
+#if defined(TILELINK_GEMM_HAVE_SWEEP)
+    const GemmConfig hooked[] = {GemmConfig::coop_128x256_c2x1, GemmConfig::pp_128x128_c2x1};
+    std::printf("\n== hook cost at world size 1 (trivially satisfied waits, release-add notifies, rotated M) ==\n");
+    std::printf("%-6s %6s %6s %6s  %-20s %9s %9s %9s %8s %8s\n", "group", "M", "N", "K", "config", "none ms",
+                "eager ms", "defer ms", "eager", "deferred");
+    std::fflush(stdout);
+    uint64_t* flags = nullptr;
+    const size_t flag_count = size_t(1) << 20;
+    BENCH_CUDA(cudaMalloc(&flags, flag_count * sizeof(uint64_t)));
+    BENCH_CUDA(cudaMemset(flags, 0, flag_count * sizeof(uint64_t)));
+    const uint64_t one = 1;
+    BENCH_CUDA(cudaMemcpy(flags, &one, sizeof one, cudaMemcpyHostToDevice));
+    for (const auto& s : shapes) {
+      Buffers b(s, sets);
+      const GemmPlan base = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget);
+      for (GemmConfig c : hooked) {
+        const GemmConfigInfo& ci = config_info(c);
+        const int64_t tiles_n = (s.N + ci.tile_n - 1) / ci.tile_n;
+        const int64_t tiles_m = (s.M + ci.tile_m * ci.cluster_m - 1) / (ci.tile_m * ci.cluster_m) * ci.cluster_m;
+        TL_REQUIRE(size_t(tiles_m * tiles_n) + 1 <= flag_count, "gemm bench: too many tiles for the flag buffer");
+        const GemmLaunchOptions o{budget, base.raster, base.swizzle};
+        auto make_hooks = [&](auto h) {
+          h.ready = flags;
+          h.tile_flags = flags + 1;
+          h.tiles_n = int32_t(tiles_n);
+          h.first_unit = int32_t(tiles_m / ci.cluster_m / 3);
+          return h;
+        };
+        const TrivialSignalHooksEager he = make_hooks(TrivialSignalHooksEager{});
+        const TrivialSignalHooksDeferred hd = make_hooks(TrivialSignalHooksDeferred{});
+        auto args_for = [&b](int set) { return GemmArgs<bf16>{b.A[set], b.B[set], b.D, GemmShape{b.M, b.N, b.K}}; };
+        Launch none = [&, c, o](int set) { launch_any(c, args_for(set), o, st); };
+        Launch eager, deferred;
+        if (c == GemmConfig::coop_128x256_c2x1) {
+          eager = [&, o, he](int set) {
+            gemm_launch<bf16, TrivialSignalHooksEager, GemmConfig::coop_128x256_c2x1>(args_for(set), he, o, st);
+          };
+          deferred = [&, o, hd](int set) {
+            gemm_launch<bf16, TrivialSignalHooksDeferred, GemmConfig::coop_128x256_c2x1>(args_for(set), hd, o, st);
+          };
+        } else {
+          eager = [&, o, he](int set) {
+            gemm_launch<bf16, TrivialSignalHooksEager, GemmConfig::pp_128x128_c2x1>(args_for(set), he, o, st);
+          };
+          deferred = [&, o, hd](int set) {
+            gemm_launch<bf16, TrivialSignalHooksDeferred, GemmConfig::pp_128x128_c2x1>(args_for(set), hd, o, st);
+          };
+        }
+        std::string chk = "";
+        if (do_check) chk = check_against_cublas(b, cb, [&] { eager(0); }, st) + " / " +
+                            check_against_cublas(b, cb, [&] { deferred(0); }, st);
+        const auto med = measure(timer, {none, eager, deferred}, samples);
+        std::printf("%-6s %6lld %6lld %6lld  %-20s %9.4f %9.4f %9.4f %+7.2f%% %+7.2f%%  %s\n", s.group.c_str(),
+                    (long long)s.M, (long long)s.N, (long long)s.K, config_name(c), med[0], med[1], med[2],
+                    100.0 * (med[1] / med[0] - 1.0), 100.0 * (med[2] / med[0] - 1.0), chk.c_str());
+        std::fflush(stdout);
+      }
+    }
+    cudaFree(flags);
+#else
+    std::printf("\n--with-hooks: this binary was built without tilelink_gemm_sweep\n");
+#endif
+  }
+  BENCH_CUDA(cudaStreamSynchronize(st));
+  BENCH_CUDA(cudaStreamDestroy(st));
+  return 0;
+}
+
+}  // namespace
+
+TILELINK_BENCH_COMMAND(gemm, "GEMM engine vs cuBLAS (bf16, REFERENCE.md shapes); --sweep, --with-hooks",
+                       run_gemm_bench);
