@@ -107,15 +107,34 @@ double wave_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
   return useful / capacity;
 }
 
-double throughput_prior(const GemmConfigInfo& c, const GemmShape& s) {
-  // Until the device sweep replaces them: wide tiles are fastest per FLOP; ping-pong hides the
-  // epilogue, which matters when K (hence the mainloop per tile) is short.
+// Relative per-tile speed of each kernel (1.0 = coop_128x256_c2x1 on long K), for K > 2048 and
+// K <= 2048 (where the cooperative epilogue, not hidden behind the mainloop, weighs more).
+// Placeholders until the device sweep (tilelink-bench gemm --sweep) replaces them.
+struct Prior {
+  GemmConfig config;
+  double long_k, short_k;
+};
+constexpr Prior kPriors[] = {
+    {GemmConfig::coop_128x256_c2x1, 1.00, 0.96},
+    {GemmConfig::coop_256x128_c1x2, 0.99, 0.95},
+    {GemmConfig::coop_128x192_c2x1, 0.97, 0.93},
+    {GemmConfig::coop_128x176_c2x1, 0.96, 0.92},
+    {GemmConfig::coop_256x112_c2x1, 0.97, 0.93},
+    // Ping-pong starts conservative (DESIGN.md section 6 saw ~0.5x cuBLAS from an untuned
+    // CUTLASS 128x128 ping-pong) until the sweep shows what it does here.
+    {GemmConfig::pp_128x128_c2x1, 0.90, 0.90},
+};
+
+double throughput_prior(GemmConfig cfg, const GemmShape& s) {
   const bool short_k = s.K <= 2048;
-  if (c.schedule == GemmSchedule::pp) return short_k ? 0.97 : 0.90;
+  for (const Prior& p : kPriors)
+    if (p.config == cfg) return short_k ? p.short_k : p.long_k;
+  // Configs without a fitted prior (sweep set, when allowed): by tile area.
+  const GemmConfigInfo& c = config_info(cfg);
+  if (c.schedule == GemmSchedule::pp) return 0.90;
   const int area = c.tile_m * c.tile_n;
-  double p = area >= 128 * 256 ? 1.0 : area >= 128 * 192 ? 0.97 : area >= 128 * 176 ? 0.96 : 0.93;
-  if (short_k) p *= 0.96;  // the cooperative epilogue is not hidden behind the mainloop
-  return p;
+  const double p = area >= 128 * 256 ? 1.0 : area >= 128 * 192 ? 0.97 : area >= 128 * 176 ? 0.96 : 0.93;
+  return short_k ? p * 0.96 : p;
 }
 
 }  // namespace
@@ -136,7 +155,7 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     const GemmConfigInfo& c = kGemmConfigInfo[i];
     if (!(allowed & (uint64_t(1) << i))) continue;
     if (c.cluster_m * c.cluster_n > sms) continue;
-    const double score = wave_efficiency(s, c, sms) * throughput_prior(c, s);
+    const double score = wave_efficiency(s, c, sms) * throughput_prior(static_cast<GemmConfig>(i), s);
     if (score > best_score + 1e-9) {
       best_score = score;
       best.config = static_cast<GemmConfig>(i);
