@@ -103,16 +103,19 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   // Buffers. With one rank the gathered A is A itself.
   char* gathered = world == 1 ? const_cast<char*>(static_cast<const char*>(a.a))
                               : static_cast<char*>(ctx.symmetric_workspace("ag_gemm.a", m_total * row_bytes));
-  uint64_t* chunk_sig = ctx.signal_workspace("ag_gemm.signals", map.num_tiles() + 2 * world);
-  uint64_t* ready = chunk_sig + map.num_tiles();
-  uint64_t* done = ready + world;
-  if (chunk_sig != st.last_workspace) {
+  // Slot layout: the per-rank handshakes first, at offsets that never move when a later call
+  // grows the workspace in place; then one slot per chunk.
+  uint64_t* signals = ctx.signal_workspace("ag_gemm.signals", 2 * world + map.num_tiles());
+  uint64_t* ready = signals;
+  uint64_t* done = signals + world;
+  uint64_t* chunk_sig = signals + 2 * world;
+  if (signals != st.last_workspace) {
     // New (zeroed) slots: the earlier calls' handshakes live in the old ones. Drain every rank's
     // earlier calls once (rare: only when the shape grows), then start the protocol afresh.
     TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
     TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
     ctx.barrier();
-    st.last_workspace = chunk_sig;
+    st.last_workspace = signals;
     st.last_pull_epoch = 0;
   }
 

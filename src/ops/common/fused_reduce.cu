@@ -117,11 +117,13 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   void* stage = world == 1 ? nullptr : ctx.symmetric_workspace(op + ".stage", bytes);
   const int64_t gemm_slots = int64_t(rb.grid.num_tiles()) * (per_source ? world : 1);
   const int64_t unit_slots = int64_t(rb.num_unit_slots()) * (unit_per_source ? world : 1);
-  uint64_t* signals = ctx.signal_workspace(op + ".signals", gemm_slots + unit_slots + world + 1);
-  uint64_t* gemm_signals = signals;
-  uint64_t* unit_signals = signals + gemm_slots;
-  uint64_t* ready = unit_signals + unit_slots;
-  uint64_t* reads_done = ready + world;
+  // Slot layout: the reads counter and the per-rank handshakes first, at offsets that never
+  // move when a later call grows the workspace in place; then the GEMM's and the units' slots.
+  uint64_t* signals = ctx.signal_workspace(op + ".signals", 1 + world + gemm_slots + unit_slots);
+  uint64_t* reads_done = signals;
+  uint64_t* ready = signals + 1;
+  uint64_t* gemm_signals = ready + world;
+  uint64_t* unit_signals = gemm_signals + gemm_slots;
   if (signals != st.last_signals) {
     // Fresh zeroed slots: drain every rank's earlier calls, then restart the running totals.
     TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
