@@ -14,7 +14,8 @@
 // rotating over `sets` input buffer sets so neither side runs from a warm L2
 // copy of its own inputs; candidate and cuBLAS samples alternate; the reported time is the
 // median per launch; inputs are uniform random in [-1, 1) (never zeros). The engine's output is
-// compared against cuBLAS's once per shape and config.
+// compared against cuBLAS's once per shape and config. Lines of the sweep's per-config detail
+// start with two spaces (grep -v '^  ' leaves the summary).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -412,7 +413,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         std::fflush(stdout);
       }
       std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.cms / x.ms > y.cms / y.ms; });
-      std::printf("  best for %lldx%lldx%lld:", (long long)s.M, (long long)s.N, (long long)s.K);
+      std::printf("best for %s %lldx%lldx%lld:", s.group.c_str(), (long long)s.M, (long long)s.N, (long long)s.K);
       for (size_t i = 0; i < std::min<size_t>(5, rows.size()); ++i)
         std::printf("  %s %.3f", plan_str(rows[i].p).c_str(), rows[i].cms / rows[i].ms);
       std::printf("\n");
