@@ -107,22 +107,22 @@ double wave_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
   return useful / capacity;
 }
 
-// Relative per-tile speed of each kernel (1.0 = coop_128x256_c2x1 on long K), for K > 2048 and
-// K <= 2048 (where the cooperative epilogue, not hidden behind the mainloop, weighs more).
-// Placeholders until the device sweep (tilelink-bench gemm --sweep) replaces them.
+// Relative per-tile speed of each kernel against cuBLAS on full waves, for K > 2048 and
+// K <= 2048: the median over the REFERENCE.md shapes of (best ratio to cuBLAS) / wave_efficiency,
+// from `tilelink-bench gemm --sweep` on the H200 (2026-11-29, docs/PERF.md). The 128x176,
+// 256x112, 128x144 and 128x224 tiles measured 0.4-0.7x cuBLAS there and were dropped.
+// pp_64x128 (decode-sized M) was not in that sweep: its prior is a guess below the 128-row tiles.
 struct Prior {
   GemmConfig config;
   double long_k, short_k;
 };
 constexpr Prior kPriors[] = {
-    {GemmConfig::coop_128x256_c2x1, 1.00, 0.96},
-    {GemmConfig::coop_256x128_c1x2, 0.99, 0.95},
-    {GemmConfig::coop_128x192_c2x1, 0.97, 0.93},
-    {GemmConfig::coop_128x176_c2x1, 0.96, 0.92},
-    {GemmConfig::coop_256x112_c2x1, 0.97, 0.93},
-    // Ping-pong starts conservative (DESIGN.md section 6 saw ~0.5x cuBLAS from an untuned
-    // CUTLASS 128x128 ping-pong) until the sweep shows what it does here.
-    {GemmConfig::pp_128x128_c2x1, 0.90, 0.90},
+    {GemmConfig::coop_128x256_c2x1, 1.041, 1.004}, {GemmConfig::coop_128x256_c1x1, 1.041, 0.992},
+    {GemmConfig::pp_128x192_c2x1, 1.069, 1.068},   {GemmConfig::pp_128x128_c2x1, 1.039, 1.043},
+    {GemmConfig::pp_128x128_c1x2, 1.044, 1.038},   {GemmConfig::pp_64x128_c1x2, 0.95, 0.95},
+    {GemmConfig::coop_256x128_c1x2, 1.041, 1.001}, {GemmConfig::coop_128x192_c2x1, 1.038, 0.992},
+    {GemmConfig::coop_128x256_c1x2, 1.037, 0.999}, {GemmConfig::coop_256x128_c2x1, 1.041, 0.993},
+    {GemmConfig::coop_128x128_c2x1, 1.024, 0.952},
 };
 
 double throughput_prior(GemmConfig cfg, const GemmShape& s) {
@@ -149,6 +149,7 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     sms = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n > 0 ? n : 132;
   }
   TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
+  if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
   GemmPlan best{};
   double best_score = -1.0;
   for (int i = 0; i < kNumGemmConfigs; ++i) {

@@ -142,6 +142,60 @@ TL_DEVICE uint64_t signal_wait_until(const Team& t, const uint64_t* sig, Cmp cmp
   }
 }
 
+// The same bounded wait (>=, acquire, sys scope) for warps that run on a reduced register budget
+// (a GEMM's producer warp after setmaxnreg.dec to 40 registers): its timeout path only stores
+// values the caller already holds — the slot index of a local signal, the tile — and the site as
+// constant words, so it needs a handful of registers. (The general path works out owner and slot
+// and copies the site string; compiled into such a warp it used R41+ and faulted with "illegal
+// instruction" instead of reporting: seen on the H200, 2026-11-29.)
+TL_DEVICE void report_wait_timeout_lean(WaitReport* r, int rank, int64_t slot, int64_t tile,
+                                        uint64_t expected, uint64_t observed, uint64_t waited_ns,
+                                        uint64_t site0, uint64_t site1, uint64_t site2) {
+  if (r != nullptr && atomicCAS(&r->failed, 0, 1) == 0) {
+    r->rank = rank;
+    r->peer = rank;
+    r->slot = slot;
+    r->tile = tile;
+    r->expected = expected;
+    r->observed = observed;
+    r->cmp = static_cast<int32_t>(Cmp::ge);
+    r->waited_ns = waited_ns;
+    uint64_t* site = reinterpret_cast<uint64_t*>(r->site);
+    site[0] = site0;
+    site[1] = site1;
+    site[2] = site2;
+    site[3] = 0;
+    __threadfence_system();
+  }
+  __trap();
+}
+
+// Up to 24 characters of a site name as three little-endian words (compile-time constants).
+struct LeanSite {
+  uint64_t w[3] = {0, 0, 0};
+  constexpr LeanSite(const char* s) {
+    for (int i = 0; i < 24 && s[i] != '\0'; ++i) w[i / 8] |= uint64_t(uint8_t(s[i])) << (8 * (i % 8));
+  }
+};
+
+// Waits until this rank's local signal slot `slot` of `signals` holds >= `value`.
+TL_DEVICE void signal_wait_local_lean(const Team& t, const uint64_t* signals, int64_t slot, uint64_t value,
+                                      int64_t tile, const LeanSite site) {
+  const uint64_t* sig = signals + slot;
+  if (ld<Order::acquire, Scope::sys>(sig) >= value) return;
+  const uint64_t start = globaltimer();
+  for (uint32_t i = 1;; ++i) {
+    const uint64_t v = ld<Order::acquire, Scope::sys>(sig);
+    if (v >= value) return;
+    if ((i & 63u) == 0) {
+      const uint64_t waited = globaltimer() - start;
+      if (waited > t.wait_timeout_ns)
+        report_wait_timeout_lean(t.report, t.rank, (sig - t.signal_base), tile, value, v, waited, site.w[0],
+                                 site.w[1], site.w[2]);
+    }
+  }
+}
+
 // Sets or adds `value` to the signal `sig` (a local symmetric address) on rank `peer`, with
 // release semantics: every write this thread made before is visible to whoever acquires it.
 template <Scope S = Scope::sys>

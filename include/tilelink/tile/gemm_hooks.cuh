@@ -37,7 +37,12 @@ struct GatherWaitHooks {
   // proxy) reads after that acquire.
   TL_DEVICE void before_load(const gemm::TileCoord& c) const {
     if (signals == nullptr) return;
-    if ((threadIdx.x & 31) == 0) consumer_tile_wait(team, map, signals, RowRange{c.row0, c.rows});
+    if ((threadIdx.x & 31) == 0) {
+      // consumer_tile_wait, lowered with the lean wait: this warp runs on 40 registers.
+      const SlotRange deps = map.wait_slots(RowRange{c.row0, c.rows});
+      for (int32_t s = deps.begin; s < deps.end; ++s)
+        ll::signal_wait_local_lean(team, signals, s, team.epoch, s, ll::LeanSite("consumer_tile_wait"));
+    }
     __syncwarp();
     ll::fence_proxy_async_global();
   }
