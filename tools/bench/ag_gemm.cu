@@ -11,6 +11,7 @@
 
 #include "op_bench.hpp"
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "tilelink/runtime/nccl.hpp"
 #include "tilelink/testing/check.hpp"
 
 namespace tilelink::bench {
@@ -35,14 +36,16 @@ int run(const Args& args) {
   TimingOptions topt;
   topt.samples = int(args.get_int("--samples", 7));
   topt.reps = int(args.get_int("--reps", 3));
-  std::printf("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, %s; median of %d interleaved samples\n",
-              dtype_name(dt), topt.samples);
-  Table table(args, {"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"});
+  std::unique_ptr<Table> table;
 
   for (int w : world_sizes(args)) {
     WorldOptions wo;
     wo.heap_bytes = size_t(args.get_int("--heap-mb", 1024)) << 20;
-    InProcessWorld world(w, wo);
+    BenchWorld world(args, w, wo);
+    w = world.size();
+    if (!table && world.is_root()) std::printf("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, %s; median of %d interleaved samples\n",
+              dtype_name(dt), topt.samples);
+    if (!table) table = std::make_unique<Table>(args, std::vector<std::string>{"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"}, world.is_root());
     for (const Shape& s : shapes) {
       const int64_t m_per_rank = s.m / w, n = s.n / 8, k = s.k, m = m_per_rank * w;
       std::vector<RankData> rd(w);
@@ -68,8 +71,16 @@ int run(const Args& args) {
           ag_gemm(ctx, {dt, d.a, d.b, d.c, m_per_rank, n, k}, o);
         };
       };
-      auto copy = [&](Context& ctx) {  // the baseline's gather: every rank's rows, copy engine
+      // The baseline's gather: NCCL when every rank has its own GPU (what PyTorch users run),
+      // else (ranks sharing a GPU, in-process) copy-engine copies of every rank's rows.
+      auto copy = [&](Context& ctx) {
         RankData& d = rd[ctx.rank()];
+        if (ctx.ranks_on_device() == 1 && w > 1) {
+          nccl_check(ncclAllGather(d.a, d.gathered, size_t(m_per_rank * k), nccl_type(dt), nccl_comm(ctx),
+                                   ctx.stream()),
+                     ctx, "ncclAllGather");
+          return;
+        }
         for (int q = 0; q < w; ++q)
           TL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(d.gathered) + q * m_per_rank * k * 2, rd[q].a,
                                         m_per_rank * k * 2, cudaMemcpyDefault, ctx.stream()));
@@ -97,7 +108,7 @@ int run(const Args& args) {
       for (size_t i = 0; i < cands.size(); ++i) {
         // All ranks compute concurrently on the GPU(s): count every rank's FLOPs.
         const double tf = tflops(m, n * w, k, ms[i]);
-        table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
+        table->row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
                    fmt(ms[i]), fmt(tf, 1), fmt(base / ms[i], 3), fmt(100.0 * ideal / ms[i], 1)});
       }
       world.run([&](Context& ctx) {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <mutex>
 #include <sstream>
 
 #include "tilelink/runtime/error.hpp"
@@ -18,12 +17,30 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-std::vector<double> time_interleaved(InProcessWorld& world, const std::vector<Candidate>& cands,
+BenchWorld::BenchWorld(const Args& args, int ranks, const WorldOptions& options) {
+  if (args.has("mpi")) {
+    int argc = args.argc();
+    char** argv = args.argv();
+    mpi_ = std::make_unique<MpiWorld>(&argc, &argv, options);
+  } else {
+    in_process_ = std::make_unique<InProcessWorld>(ranks, options);
+  }
+}
+
+BenchWorld::~BenchWorld() = default;
+
+int BenchWorld::size() const { return mpi_ ? mpi_->size() : in_process_->size(); }
+
+bool BenchWorld::is_root() const { return !mpi_ || mpi_->context().rank() == 0; }
+
+void BenchWorld::run(const std::function<void(Context&)>& fn) {
+  if (mpi_) fn(mpi_->context());
+  else in_process_->run(fn);
+}
+
+std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candidate>& cands,
                                      const TimingOptions& opt) {
-  const int ranks = world.size();
-  // ms[candidate][sample][rank]
-  std::vector<std::vector<std::vector<double>>> ms(
-      cands.size(), std::vector<std::vector<double>>(opt.samples, std::vector<double>(ranks, 0.0)));
+  std::vector<double> out(cands.size(), 0.0);
   world.run([&](Context& ctx) {
     cudaStream_t st = ctx.stream();
     cudaEvent_t e0, e1;
@@ -32,6 +49,7 @@ std::vector<double> time_interleaved(InProcessWorld& world, const std::vector<Ca
     for (const auto& c : cands)
       for (int i = 0; i < opt.warmup; ++i) c.call(ctx);
     ctx.synchronize("benchmark warm-up");
+    std::vector<double> mine(cands.size() * opt.samples);  // [candidate][sample], ms per call
     for (int s = 0; s < opt.samples; ++s) {
       for (size_t c = 0; c < cands.size(); ++c) {
         ctx.barrier();  // every rank starts the sample together
@@ -41,18 +59,25 @@ std::vector<double> time_interleaved(InProcessWorld& world, const std::vector<Ca
         ctx.synchronize(cands[c].name.c_str());
         float t = 0;
         TL_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-        ms[c][s][ctx.rank()] = double(t) / opt.reps;
+        mine[c * opt.samples + s] = double(t) / opt.reps;
       }
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
+    // Each sample counts as its slowest rank; every rank computes the same medians.
+    std::vector<double> all(mine.size() * ctx.num_ranks());
+    ctx.allgather(mine.data(), all.data(), mine.size() * sizeof(double));
+    if (ctx.rank() != 0) return;
+    for (size_t c = 0; c < cands.size(); ++c) {
+      std::vector<double> slowest;
+      for (int s = 0; s < opt.samples; ++s) {
+        double worst = 0;
+        for (int r = 0; r < ctx.num_ranks(); ++r) worst = std::max(worst, all[r * mine.size() + c * opt.samples + s]);
+        slowest.push_back(worst);
+      }
+      out[c] = median(slowest);
+    }
   });
-  std::vector<double> out;
-  for (const auto& per_sample : ms) {
-    std::vector<double> slowest;
-    for (const auto& per_rank : per_sample) slowest.push_back(*std::max_element(per_rank.begin(), per_rank.end()));
-    out.push_back(median(slowest));
-  }
   return out;
 }
 
@@ -61,7 +86,8 @@ double tflops(int64_t m, int64_t n, int64_t k, double ms) {
 }
 
 std::vector<int> world_sizes(const Args& args) {
-  if (args.has("--ranks")) return {int(args.get_int("--ranks", 1))};
+  if (args.has("mpi")) return {0};  // the job's size; BenchWorld ignores the count
+  if (args.has("ranks")) return {int(args.get_int("ranks", 1))};
   int devices = 0;
   TL_CUDA_CHECK(cudaGetDeviceCount(&devices));
   return devices > 1 ? std::vector<int>{1, std::min(devices, 8)} : std::vector<int>{1, 8};
@@ -73,7 +99,9 @@ std::string fmt(double v, int precision) {
   return buf;
 }
 
-Table::Table(const Args& args, std::vector<std::string> columns) : cols_(std::move(columns)) {
+Table::Table(const Args& args, std::vector<std::string> columns, bool print)
+    : cols_(std::move(columns)), print_(print) {
+  if (!print_) return;
   const std::string path = args.get("--csv", "");
   if (!path.empty()) {
     csv_ = std::fopen(path.c_str(), "a");
@@ -97,6 +125,7 @@ Table::~Table() {
 }
 
 void Table::row(const std::vector<std::string>& cells) {
+  if (!print_) return;
   std::string line;
   for (const auto& c : cells) {
     char buf[128];

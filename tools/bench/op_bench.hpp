@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,22 @@
 #include "tilelink/runtime/world.hpp"
 
 namespace tilelink::bench {
+
+// The ranks a benchmark runs on: an in-process world of `ranks` ranks (default), or with --mpi
+// this process's rank of the MPI job (mpirun -np N; one GPU per process). run(fn) calls fn(ctx)
+// on every rank this process holds; print only where is_root().
+class BenchWorld {
+ public:
+  BenchWorld(const Args& args, int ranks, const WorldOptions& options);
+  ~BenchWorld();
+  int size() const;
+  bool is_root() const;
+  void run(const std::function<void(Context&)>& fn);
+
+ private:
+  std::unique_ptr<InProcessWorld> in_process_;
+  std::unique_ptr<MpiWorld> mpi_;
+};
 
 // One candidate: what every rank calls once per repetition.
 struct Candidate {
@@ -30,23 +47,25 @@ struct TimingOptions {
 };
 
 // Median ms per call of each candidate (slowest rank per sample).
-std::vector<double> time_interleaved(InProcessWorld& world, const std::vector<Candidate>& cands,
+std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candidate>& cands,
                                      const TimingOptions& opt);
 
 double tflops(int64_t m, int64_t n, int64_t k, double ms);
 
-// World sizes to run from --ranks (default: 1 and 8 on one GPU).
+// World sizes to run from --ranks (default: 1 and 8 on one GPU); under --mpi, the job's size.
 std::vector<int> world_sizes(const Args& args);
 
 // A fixed-width table printer that also appends rows to --csv.
 class Table {
  public:
-  Table(const Args& args, std::vector<std::string> columns);
+  // Prints (and writes --csv) only when `print`: under --mpi, rank 0 prints for the job.
+  Table(const Args& args, std::vector<std::string> columns, bool print = true);
   ~Table();
   void row(const std::vector<std::string>& cells);
 
  private:
   std::vector<std::string> cols_;
+  bool print_ = true;
   FILE* csv_ = nullptr;
 };
 

@@ -40,14 +40,16 @@ int run_reduce(const Args& args, bool all_reduce) {
   topt.samples = int(args.get_int("--samples", 7));
   topt.reps = int(args.get_int("--reps", 3));
   const char* op = all_reduce ? "gemm_ar" : "gemm_rs";
-  std::printf("# %s: %s of A[M, K/8] · B[N, K/8]^T over the ranks, %s; median of %d interleaved samples\n", op,
-              all_reduce ? "AllReduce" : "ReduceScatter", dtype_name(dt), topt.samples);
-  Table table(args, {"ranks", "M", "N", "K/8", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"});
+  std::unique_ptr<Table> table;
 
   for (int w : world_sizes(args)) {
     WorldOptions wo;
     wo.heap_bytes = size_t(args.get_int("--heap-mb", 1024)) << 20;
-    InProcessWorld world(w, wo);
+    BenchWorld world(args, w, wo);
+    w = world.size();
+    if (!table && world.is_root()) std::printf("# %s: %s of A[M, K/8] · B[N, K/8]^T over the ranks, %s; median of %d interleaved samples\n", op,
+              all_reduce ? "AllReduce" : "ReduceScatter", dtype_name(dt), topt.samples);
+    if (!table) table = std::make_unique<Table>(args, std::vector<std::string>{"ranks", "M", "N", "K/8", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"}, world.is_root());
     for (const Shape& s : shapes) {
       const int64_t m = s.m, n = s.n, k = s.k / 8;
       const int64_t out_rows = all_reduce || w == 1 ? m : m / w;
@@ -110,7 +112,7 @@ int run_reduce(const Args& args, bool all_reduce) {
       const double base = ms[0];
       const double ideal = w == 1 ? ms[0] : std::max(ms[1], std::max(0.0, ms[0] - ms[1]));
       for (size_t i = 0; i < cands.size(); ++i)
-        table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
+        table->row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
                    fmt(ms[i]), fmt(tflops(m, n, k * w, ms[i]), 1), fmt(base / ms[i], 3),
                    fmt(100.0 * ideal / ms[i], 1)});
       world.run([&](Context& ctx) {

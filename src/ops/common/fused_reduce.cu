@@ -3,7 +3,6 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <nccl.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,45 +11,16 @@
 #include <vector>
 
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/runtime/nccl.hpp"
 #include "tilelink/tile/gemm_hooks.cuh"
 #include "tilelink/tile/rank_copy.hpp"
 
 namespace tilelink::ops {
 
-// ---- NCCL for the decomposed path ------------------------------------------------------------
-class NcclComm {
- public:
-  explicit NcclComm(Context& ctx) {
-    // NVLink SHARP (multicast) stays off on these machines; respect a caller's explicit setting.
-    setenv("NCCL_NVLS_ENABLE", "0", 0);
-    ncclUniqueId id{};
-    if (ctx.rank() == 0) check(ncclGetUniqueId(&id), ctx, "ncclGetUniqueId");
-    // Everyone takes rank 0's id (raw bytes: nvcc 13.0 crashes on vector<ncclUniqueId>).
-    std::vector<char> all(sizeof(id) * ctx.num_ranks());
-    ctx.allgather(&id, all.data(), sizeof(id));
-    std::memcpy(&id, all.data(), sizeof(id));
-    TL_CUDA_CHECK(cudaSetDevice(ctx.device()));
-    check(ncclCommInitRank(&comm_, ctx.num_ranks(), id, ctx.rank()), ctx, "ncclCommInitRank");
-  }
-  ~NcclComm() {
-    if (comm_) ncclCommDestroy(comm_);
-  }
-  ncclComm_t get() const { return comm_; }
-  static void check(ncclResult_t r, const Context& ctx, const char* what) {
-    if (r != ncclSuccess)
-      ::tilelink::detail::fail(what, " failed on rank ", ctx.rank(), ": ", ncclGetErrorString(r));
-  }
-
- private:
-  ncclComm_t comm_ = nullptr;
-};
-
 ReduceState::ReduceState(Context& ctx) : side(ctx) {}
 ReduceState::~ReduceState() = default;
 
 namespace {
-
-ncclDataType_t nccl_type(DType t) { return t == DType::bf16 ? ncclBfloat16 : ncclFloat16; }
 
 int32_t readers_per_call(ReduceAlgo algo, CommMode mode, int world) {
   if (world == 1) return 0;
@@ -200,19 +170,18 @@ void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
     return;
   }
   ctx.begin_op(r.op);
-  if (!st.nccl) st.nccl.reset(new NcclComm(ctx));
+  ncclComm_t comm = nccl_comm(ctx);
   cudaStream_t main = ctx.stream();
   const size_t bytes = size_t(r.m * r.n) * dtype_size(r.dtype);
   void* partial = ctx.symmetric_workspace(std::string(r.op) + ".partial", bytes);
   gemm::gemm(r.dtype, r.a, r.b, partial, gemm::packed({r.m, r.n, r.k}), nullptr, ctx.sm_count(), main);
   const bool all_reduce = r.algo == ReduceAlgo::one_shot || r.algo == ReduceAlgo::two_shot;
   if (all_reduce)
-    NcclComm::check(ncclAllReduce(partial, r.out, size_t(r.m * r.n), nccl_type(r.dtype), ncclSum, st.nccl->get(), main),
-                    ctx, "ncclAllReduce");
+    nccl_check(ncclAllReduce(partial, r.out, size_t(r.m * r.n), nccl_type(r.dtype), ncclSum, comm, main), ctx,
+               "ncclAllReduce");
   else
-    NcclComm::check(ncclReduceScatter(partial, r.out, size_t(r.m / world * r.n), nccl_type(r.dtype), ncclSum,
-                                      st.nccl->get(), main),
-                    ctx, "ncclReduceScatter");
+    nccl_check(ncclReduceScatter(partial, r.out, size_t(r.m / world * r.n), nccl_type(r.dtype), ncclSum, comm, main),
+               ctx, "ncclReduceScatter");
 }
 
 }  // namespace tilelink::ops

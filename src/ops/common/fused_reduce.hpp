@@ -27,8 +27,6 @@ struct ReduceRequest {
   int comm_sms;  // 0: automatic
 };
 
-class NcclComm;  // created on first use when every rank has its own GPU
-
 struct ReduceState {
   explicit ReduceState(Context& ctx);
   ~ReduceState();
@@ -36,7 +34,6 @@ struct ReduceState {
   UniformCheck uniform;
   uint64_t reads_expected = 0;   // running total of reading blocks (see reduce_kernels.cuh)
   const void* last_signals = nullptr;
-  std::unique_ptr<NcclComm> nccl;
 };
 
 // Validation shared by both ops (local, before anything collective or any launch).
