@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Measures on a machine with several GPUs (issue 5), from an existing build: the GPU tests (their
+# in-process worlds put rank r on GPU r % #GPUs), the multi-process benchmarks (one process per
+# GPU under mpirun), and the PyTorch baselines (torchrun), all logged to LOG_DIR.
+#
+#   scripts/multi_gpu.sh [LOG_DIR]          (TILELINK_BUILD_DIR selects the build, default build/)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${TILELINK_BUILD_DIR:-$root/build}"
+logs="${1:-$build/multi-gpu-logs}"
+mkdir -p "$logs"
+# NVLink multicast stays off: a program using it can take the host's GPUs out of service.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+n=$(nvidia-smi -L | grep -c '^GPU ')
+echo "$n GPUs" | tee "$logs/gpus.txt"
+nvidia-smi topo -m >> "$logs/gpus.txt" 2>&1
+ctest --test-dir "$build" -L gpu --output-on-failure 2>&1 | tee "$logs/ctest.log"
+mpi=(mpirun -np "$n" --allow-run-as-root --oversubscribe --bind-to none
+     -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS)
+for cmd in primitives ag_gemm gemm_rs gemm_ar; do
+  echo "== mpirun -np $n tilelink-bench $cmd --mpi"
+  "${mpi[@]}" "$build/bin/tilelink-bench" "$cmd" --mpi --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt"
+done
+torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"
