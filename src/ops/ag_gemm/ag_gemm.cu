@@ -14,6 +14,7 @@
 
 #include <algorithm>
 
+#include "ops/common/op_gemm.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "tilelink/gemm/gemm.hpp"
@@ -62,18 +63,6 @@ int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine)
   return int((rows + rows_per_unit - 1) / rows_per_unit * rows_per_unit);
 }
 
-template <class Element>
-void run_gemm_typed(const AgGemmArgs& a, const void* gathered, int64_t m_total,
-                    const tile::GatherWaitHooks& hooks, const gemm::GemmPlan& plan, int sm_budget,
-                    cudaStream_t stream) {
-  gemm::GemmArgs<Element> g;
-  g.A = static_cast<const Element*>(gathered);
-  g.B = static_cast<const Element*>(a.b);
-  g.D = static_cast<Element*>(a.c);
-  g.shape = gemm::packed({m_total, a.n, a.k});
-  gemm::run_gemm<Element, tile::GatherWaitHooks>(g, hooks, plan, sm_budget, stream);
-}
-
 }  // namespace
 
 void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
@@ -92,7 +81,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   const int gemm_sms = ctx.sm_count() - comm_sms;
 
   const gemm::GemmShape shape = gemm::packed({m_total, a.n, a.k});
-  const gemm::GemmPlan plan = gemm::choose_config(shape, a.dtype, gemm_sms);
+  const gemm::GemmPlan plan = ops::choose_op_plan(shape, a.dtype, gemm_sms);
   const auto& cfg = gemm::config_info(plan.config);
   const int rows_per_unit = cfg.tile_m * cfg.cluster_m;
   const auto map = tile::RowChunkMapping::make(
@@ -176,10 +165,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   // One rank: nothing to wait for; the GEMM's hooks reduce to a null check per tile.
   const tile::GatherWaitHooks hooks{team, map, world > 1 ? chunk_sig : nullptr,
                                     int32_t(int64_t(me) * a.m_per_rank)};
-  if (a.dtype == DType::bf16)
-    run_gemm_typed<__nv_bfloat16>(a, gathered, m_total, hooks, plan, gemm_sms, main);
-  else
-    run_gemm_typed<__half>(a, gathered, m_total, hooks, plan, gemm_sms, main);
+  ops::run_op_gemm(a.dtype, gathered, a.b, a.c, shape, hooks, plan, gemm_sms, main);
 
   if (gather) st.side.join(main);
   if (a.a_gathered)

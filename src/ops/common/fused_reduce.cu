@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/op_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/runtime/nccl.hpp"
 #include "tilelink/tile/gemm_hooks.cuh"
@@ -38,17 +39,6 @@ tile::Notify notify_mode(ReduceAlgo algo, CommMode mode) {
 }
 
 template <class T>
-void launch_gemm(const ReduceRequest& r, void* d, const tile::TileNotifyHooks& hooks,
-                 const gemm::GemmPlan& plan, int sms, cudaStream_t stream) {
-  gemm::GemmArgs<T> g;
-  g.A = static_cast<const T*>(r.a);
-  g.B = static_cast<const T*>(r.b);
-  g.D = static_cast<T*>(d);
-  g.shape = gemm::packed({r.m, r.n, r.k});
-  gemm::run_gemm<T, tile::TileNotifyHooks>(g, hooks, plan, sms, stream);
-}
-
-template <class T>
 void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, void* stage,
                     const ReduceRequest& r, const uint64_t* gemm_signals, uint64_t* unit_signals,
                     const uint64_t* ready, uint64_t* reads_done, uint64_t reads_expected, int blocks,
@@ -70,7 +60,8 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   const int world = ctx.num_ranks(), me = ctx.rank();
   const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(ctx));
   const int gemm_sms = overlap ? ctx.sm_count() - comm_sms : ctx.sm_count();
-  const gemm::GemmPlan plan = gemm::choose_config(gemm::packed({r.m, r.n, r.k}), r.dtype, gemm_sms);
+  const gemm::GemmShape shape = gemm::packed({r.m, r.n, r.k});
+  const gemm::GemmPlan plan = choose_op_plan(shape, r.dtype, gemm_sms);
   const auto& cfg = gemm::config_info(plan.config);
   // One-shot all-reduce has no row owners: a single block of all rows (any M).
   const bool one_shot = r.algo == ReduceAlgo::one_shot;
@@ -119,8 +110,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
       if (q != me) tile::rank_signal_set(overlap ? reducer_stream : main, ctx.peer_ptr(ready + me, q), epoch);
   }
 
-  if (r.dtype == DType::bf16) launch_gemm<__nv_bfloat16>(r, partial, hooks, plan, gemm_sms, main);
-  else launch_gemm<__half>(r, partial, hooks, plan, gemm_sms, main);
+  run_op_gemm(r.dtype, r.a, r.b, partial, shape, hooks, plan, gemm_sms, main);
 
   if (world > 1) {
     if (r.dtype == DType::bf16)

@@ -176,11 +176,6 @@ void hooks_suite() {
 
 // The instantiated (mode, config) pairs: keep in sync with tests/gpu/gemm/CMakeLists.txt.
 TEST(GemmHooks, DeferredCoop128x256Cluster2x1) { hooks_suite<false, GemmConfig::coop_128x256_c2x1>(); }
-TEST(GemmHooks, DeferredCoop256x128Cluster1x2) { hooks_suite<false, GemmConfig::coop_256x128_c1x2>(); }
-TEST(GemmHooks, DeferredPingpong128x128Cluster2x1) { hooks_suite<false, GemmConfig::pp_128x128_c2x1>(); }
-TEST(GemmHooks, DeferredCoop128x256Cluster1x1) { hooks_suite<false, GemmConfig::coop_128x256_c1x1>(); }
 TEST(GemmHooks, DeferredPingpong128x192Cluster2x1) { hooks_suite<false, GemmConfig::pp_128x192_c2x1>(); }
-TEST(GemmHooks, DeferredPingpong128x128Cluster1x2) { hooks_suite<false, GemmConfig::pp_128x128_c1x2>(); }
 TEST(GemmHooks, DeferredPingpong64x128Cluster1x2) { hooks_suite<false, GemmConfig::pp_64x128_c1x2>(); }
-TEST(GemmHooks, EagerCoop128x256Cluster2x1) { hooks_suite<true, GemmConfig::coop_128x256_c2x1>(); }
 TEST(GemmHooks, EagerPingpong128x128Cluster2x1) { hooks_suite<true, GemmConfig::pp_128x128_c2x1>(); }
