@@ -119,7 +119,7 @@ struct Prior {
 constexpr Prior kPriors[] = {
     {GemmConfig::coop_128x256_c2x1, 1.041, 1.004}, {GemmConfig::coop_128x256_c1x1, 1.041, 0.992},
     {GemmConfig::pp_128x192_c2x1, 1.069, 1.068},   {GemmConfig::pp_128x128_c2x1, 1.039, 1.043},
-    {GemmConfig::pp_128x128_c1x2, 1.044, 1.038},   {GemmConfig::pp_64x128_c1x2, 0.95, 0.95},
+    {GemmConfig::pp_128x128_c1x2, 1.02, 1.02},  // at its best raster (along_m) a bit below c2x1   {GemmConfig::pp_64x128_c1x2, 0.95, 0.95},
     {GemmConfig::coop_256x128_c1x2, 1.041, 1.001}, {GemmConfig::coop_128x192_c2x1, 1.038, 0.992},
     {GemmConfig::coop_128x256_c1x2, 1.037, 0.999}, {GemmConfig::coop_256x128_c2x1, 1.041, 0.993},
     {GemmConfig::coop_128x128_c2x1, 1.024, 0.952},
@@ -163,11 +163,12 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     }
   }
   TL_REQUIRE(best_score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
-  best.raster = Raster::along_n;
-  // along_n walks all N tiles of one M unit before the next: B is re-read once per M unit, so
-  // group M units (swizzle) when B does not stay resident in L2 (50 MB on H100/H200).
-  const double b_bytes = double(s.N) * double(s.K) * 2.0;
-  best.swizzle = b_bytes <= 24.0 * 1024 * 1024 ? 1 : 4;
+  // Raster and swizzle: the sweep's most robust setting per kernel (geometric mean and worst case
+  // over the REFERENCE.md shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80
+  // worst), except the 1x2-cluster ping-pong, which prefers along_m (0.978 mean).
+  const GemmConfigInfo& chosen = config_info(best.config);
+  best.raster = chosen.schedule == GemmSchedule::pp && chosen.cluster_n > 1 ? Raster::along_m : Raster::along_n;
+  best.swizzle = 2;
   return best;
 }
 

@@ -110,8 +110,12 @@ struct HookedMainloop : Base {
       const TileCoord t = make_tile_coord(static_cast<int>(cute::get<0>(blk_coord)),
                                           static_cast<int>(cute::get<1>(blk_coord)), kTileM, kTileN,
                                           params.M, params.N);
-      // Empty tiles (the spare CTA of a cluster at the ragged M/N edge) are not announced.
-      if (t.rows > 0 && t.cols > 0) params.hooks.before_load(t);
+      // A spare CTA of a cluster at the ragged edge has an empty tile but still loads its share
+      // of the operand it multicasts to its partner: with cluster_n > 1 that is the partner's A
+      // rows (seen on the H200: an N-spare CTA of pp_64x128_c1x2 fed its partner unarrived rows
+      // of an all-gathered A). So only a tile empty in both M and N is not announced; hooks get
+      // rows == 0 or cols == 0 for the empty dimension.
+      if (t.rows > 0 || t.cols > 0) params.hooks.before_load(t);
     }
     Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter, k_tile_count,
                thread_idx, block_rank_in_cluster, shared_tensors);

@@ -11,7 +11,9 @@
 //                              shard (AllGather-GEMM) or on the rows its ring neighbour reduces
 //                              first (GEMM-ReduceScatter).
 //   before_load(tile)          mainloop producer warp, every lane, before the first TMA load of
-//                              the tile's operands. On return the tile's rows of A (and columns
+//                              the tile's operands — also for a cluster's spare CTA whose tile is
+//                              empty in one dimension (it still loads the operand it multicasts
+//                              to its partner; rows or cols is then 0). On return the tile's rows of A (and columns
 //                              of B) may be read by the TMA unit: an implementation waits on one
 //                              lane with acquire semantics, then fence.proxy.async, then __syncwarp.
 //   after_store(tile)          exactly one thread, after the tile's output is complete in global

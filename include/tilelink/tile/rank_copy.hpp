@@ -4,10 +4,10 @@
 //                                                 mapped here: local, peer, IPC)
 //   rank_signal_set(stream, slot, value)           stream-ordered release of a signal word (the
 //                                                 driver fences before the write), local or peer
-//   rank_signal_wait(stream, slot, value)          stream waits until *slot >= value
 //
-// Paired with the SM-side waits and notifies these give the copy engine the same signal protocol
-// as the SMs: a chunk copied by the copy engine is published by the write that follows it.
+// Paired with the SM-side waits these give the copy engine the same signal protocol as the SMs: a
+// chunk copied by the copy engine is published by the write that follows it. Stream-ordered
+// *waits* are tile::wait_slots_kernel (signal.cuh), not cuStreamWaitValue, which cannot be bounded.
 #pragma once
 
 #include <cuda.h>
@@ -39,12 +39,6 @@ inline void rank_signal_set(cudaStream_t stream, uint64_t* slot, uint64_t value)
   detail::check_cu(cuStreamWriteValue64(stream, reinterpret_cast<CUdeviceptr>(slot), value,
                                         CU_STREAM_WRITE_VALUE_DEFAULT),
                    "cuStreamWriteValue64 (rank_signal_set)");
-}
-
-inline void rank_signal_wait(cudaStream_t stream, const uint64_t* slot, uint64_t value) {
-  detail::check_cu(cuStreamWaitValue64(stream, reinterpret_cast<CUdeviceptr>(slot), value,
-                                       CU_STREAM_WAIT_VALUE_GEQ),
-                   "cuStreamWaitValue64 (rank_signal_wait)");
 }
 
 }  // namespace tilelink::tile

@@ -130,6 +130,18 @@ TL_DEVICE void peer_tile_wait_block(const ll::Team& team, const Mapping& map,
   __syncthreads();
 }
 
+// On a stream: one warp waits (bounded, reporting "rank_wait" with the slot index as the tile)
+// until slots [0, n) of `signals`, except `skip`, hold >= `value`. The stream-ordered wait of the
+// copy-engine paths; unlike cuStreamWaitValue it cannot hang. A template only so that every
+// translation unit may include it.
+template <int = 0>
+__global__ void wait_slots_kernel(const ll::Team team, const uint64_t* signals, int32_t n, int32_t skip,
+                                  uint64_t value) {
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x)
+    if (i != skip)
+      ll::signal_wait_until<ll::Scope::sys>(team, signals + i, ll::Cmp::ge, value, ll::WaitSite{i, "rank_wait"});
+}
+
 #endif  // __CUDACC__
 
 }  // namespace tilelink::tile

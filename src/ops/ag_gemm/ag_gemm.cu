@@ -77,7 +77,11 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   const int64_t m_total = a.m_per_rank * world;
   const int64_t row_bytes = a.k * int64_t(dtype_size(a.dtype));
   const bool sm_engine = o.engine == CommEngine::sm && world > 1 && o.communicate;
-  const int comm_sms = sm_engine ? (o.comm_sms ? o.comm_sms : default_comm_sms(ctx)) : 0;
+  // The side stream's waits run as one-warp kernels (bounded, unlike cuStreamWaitValue): with the
+  // copy engine, keep one SM free for them, or GEMM tiles waiting for this very side stream could
+  // occupy every SM. The SM engine's gather blocks leave room anyway.
+  const int comm_sms = sm_engine ? (o.comm_sms ? o.comm_sms : default_comm_sms(ctx))
+                                 : (world > 1 && o.communicate ? 1 : 0);
   const int gemm_sms = ctx.sm_count() - comm_sms;
 
   const gemm::GemmShape shape = gemm::packed({m_total, a.n, a.k});
@@ -123,8 +127,10 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   if (gather) {
     st.side.fork(main);
     // Peers may still be pulling this rank's rows of the latest pull-mode call.
-    for (int q = 0; q < world; ++q)
-      if (q != me) tile::rank_signal_wait(side, done + q, st.last_pull_epoch);
+    if (st.last_pull_epoch > 0) {
+      tile::wait_slots_kernel<<<1, 32, 0, side>>>(team, done, world, me, st.last_pull_epoch);
+      TL_CUDA_CHECK(cudaGetLastError());
+    }
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
     for (int c = 0; c < cpr; ++c) tile::rank_signal_set(side, chunk_sig + map.tile(me, c), epoch);
     for (int q = 0; q < world; ++q)
@@ -139,7 +145,8 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
       for (int step = 1; step < world; ++step) {
         const int peer = o.mode == CommMode::push ? tile::ring_prev(me, step, world)
                                                   : tile::ring_next(me, step, world);
-        tile::rank_signal_wait(side, ready + peer, epoch);
+        tile::wait_slots_kernel<<<1, 32, 0, side>>>(team, ready + peer, 1, -1, epoch);
+        TL_CUDA_CHECK(cudaGetLastError());
         for (int c = 0; c < cpr; ++c) {
           const int32_t t = map.tile(o.mode == CommMode::push ? me : peer, c);
           const tile::RowRange rr = map.rows(t);

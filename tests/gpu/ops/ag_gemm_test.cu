@@ -69,6 +69,10 @@ struct RankBuffers {
 // Runs one case on every rank of `world`; returns nothing, records failures with gtest.
 void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, const Mode& mode,
               uint64_t seed) {
+  // Failures inside world.run happen on the ranks' threads, where SCOPED_TRACE does not reach.
+  const std::string what = mode_name(mode) + " " + tilelink::dtype_name(dtype) + " m_per_rank " +
+                           std::to_string(s.m_per_rank) + " n " + std::to_string(s.n) + " k " +
+                           std::to_string(s.k) + " " + tt::seed_trace(seed) + ", rank ";
   const int w = world.size();
   std::vector<RankBuffers> bufs(w);
   world.run([&](Context& ctx) {
@@ -106,7 +110,7 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
       expect.insert(expect.end(), part.begin(), part.end());
     }
     auto got = tt::download(mine.gathered, m * s.k * 2, st);
-    EXPECT_TRUE(tt::bytes_equal(expect.data(), got.data(), expect.size(), "gathered A on rank " + std::to_string(r)));
+    EXPECT_TRUE(tt::bytes_equal(expect.data(), got.data(), expect.size(), "gathered A, " + what + std::to_string(r)));
 
     cublasHandle_t h;
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
@@ -114,12 +118,12 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
     const auto tol = tt::gemm_tolerance(dtype, s.k);
     const auto cmp = tt::compare(dtype, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
     cublasDestroy(h);
-    EXPECT_EQ(cmp.bad, 0) << "rank " << r << ": " << tt::describe(cmp);
-    EXPECT_LT(cmp.rel_fro, tol.rel_fro) << "rank " << r << ": " << tt::describe(cmp);
+    EXPECT_EQ(cmp.bad, 0) << what << r << ": " << tt::describe(cmp);
+    EXPECT_LT(cmp.rel_fro, tol.rel_fro) << what << r << ": " << tt::describe(cmp);
 
     auto c1 = tt::download(mine.c, m * s.n * 2, st);
     auto c2 = tt::download(mine.c2, m * s.n * 2, st);
-    EXPECT_TRUE(tt::bytes_equal(c1.data(), c2.data(), c1.size(), "C with vs without communication, rank " + std::to_string(r)));
+    EXPECT_TRUE(tt::bytes_equal(c1.data(), c2.data(), c1.size(), "C with vs without communication, " + what + std::to_string(r)));
     ctx.barrier();  // peers read this rank's A above
     mine.release();
   });

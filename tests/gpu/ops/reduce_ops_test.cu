@@ -134,6 +134,7 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
     cublasHandle_t h;
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     check_rank(ctx, v, dt, bufs, s, h, v.name());
+    ctx.barrier();  // every rank has read every rank's A for its reference before A changes
     // A second call on fresh data (the buffers and signals are reused: the hand-over between calls).
     tt::fill_uniform(dt, mine.a, s.m * s.k, tt::mix_seed(seed, r, 3), 1.0f, st);
     tt::poison_nan(dt, mine.c, s.m * s.n, st);
