@@ -86,7 +86,7 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
     tt::poison_nan(dtype, mine.c, m * s.n, st);
     tt::poison_nan(dtype, mine.c2, m * s.n, st);
     tt::poison_nan(dtype, mine.gathered, m * s.k, st);
-    TL_CUDA_CHECK(cudaStreamSynchronize(st));
+    ctx.synchronize("the previous calls (checked before new test data)");
     ctx.barrier();  // every rank's A is written: the expected gathered A can be assembled
 
     AgGemmOptions opt;

@@ -127,7 +127,7 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
     tt::fill_uniform(dt, mine.a, s.m * s.k, tt::mix_seed(seed, r, 1), 1.0f, st);
     tt::fill_uniform(dt, mine.b, s.n * s.k, tt::mix_seed(seed, r, 2), 1.0f, st);
     tt::poison_nan(dt, mine.c, s.m * s.n, st);
-    TL_CUDA_CHECK(cudaStreamSynchronize(st));
+    ctx.synchronize("the previous calls (checked before new test data)");
     ctx.barrier();
     call(ctx, v, dt, mine, s);
     ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
@@ -138,7 +138,7 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
     // A second call on fresh data (the buffers and signals are reused: the hand-over between calls).
     tt::fill_uniform(dt, mine.a, s.m * s.k, tt::mix_seed(seed, r, 3), 1.0f, st);
     tt::poison_nan(dt, mine.c, s.m * s.n, st);
-    TL_CUDA_CHECK(cudaStreamSynchronize(st));
+    ctx.synchronize("the previous calls (checked before new test data)");
     ctx.barrier();
     call(ctx, v, dt, mine, s);
     ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
@@ -212,7 +212,7 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
         tt::fill_uniform(DType::bf16, mine.a, s.m * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
         tt::fill_uniform(DType::bf16, mine.b, s.n * s.k, tt::mix_seed(seed, r, i, 1), 1.0f, st);
         tt::poison_nan(DType::bf16, mine.c, s.m * s.n, st);
-        TL_CUDA_CHECK(cudaStreamSynchronize(st));
+        ctx.synchronize("the previous calls (checked before new test data)");
         ctx.barrier();
       }
       call(ctx, v, DType::bf16, mine, s);
