@@ -2,6 +2,8 @@
 #include "tilelink/runtime/context.hpp"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "check.hpp"
@@ -9,6 +11,16 @@
 #include "options.hpp"
 
 namespace tilelink {
+
+namespace {
+// Ranks' kernels spin (bounded) on signals that other ranks' kernels — possibly launched later —
+// will set. Under CUDA's lazy module loading (the default since CUDA 12), the first launch of a
+// kernel may wait for the device while the spinning kernels occupy it, so such a launch stalls
+// until their waits time out. Loading every kernel when the context is created avoids that; it
+// must happen before the process's first CUDA call, hence a static initializer. A value the user
+// set explicitly is kept.
+[[maybe_unused]] const bool kEagerModuleLoading = setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
+}  // namespace
 
 using detail::check_cuda;
 
@@ -212,6 +224,20 @@ bool Context::is_symmetric(const void* p, size_t bytes) const {
 }
 
 uint64_t Context::begin_op(const char* op) { return ops_.begin(op); }
+
+bool Context::tracing() {
+  static const bool on = [] {
+    const char* v = std::getenv("TILELINK_TRACE");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+void Context::trace(const char* stage) const {
+  if (!tracing()) return;
+  std::fprintf(stderr, "[tilelink rank %d epoch %llu] %s: %s\n", rank_, (unsigned long long)ops_.epoch(),
+               ops_.op().c_str(), stage);
+}
 
 ll::Team Context::team() const {
   ll::Team t{};

@@ -138,6 +138,11 @@ class Context {
 
   Bootstrap& bootstrap() { return bootstrap_; }
 
+  // Host-side trace of an op's progress on this rank (stderr, with rank and epoch) when the
+  // environment sets TILELINK_TRACE=1: which stage a rank reached when another one timed out.
+  static bool tracing();
+  void trace(const char* stage) const;
+
   // Host-side state an op keeps for the life of the context (its streams, events, last epoch,
   // validated shapes), created on first use as T(Context&).
   template <class T>

@@ -113,6 +113,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   }
 
   const uint64_t epoch = ctx.begin_op(kOp);
+  ctx.trace("checked, buffers ready");
   const ll::Team team = ctx.team();
   cudaStream_t main = ctx.stream(), side = st.side.get();
   char* my_rows = gathered + int64_t(me) * a.m_per_rank * row_bytes;
@@ -136,6 +137,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
     for (int q = 0; q < world; ++q)
       if (q != me) tile::rank_signal_set(side, ctx.peer_ptr(ready + me, q), epoch);
 
+    ctx.trace("side stream: own rows copied and published, ready sent");
     if (sm_engine) {
       ops::AgGatherParams p{team, map, gathered, static_cast<const char*>(a.a), row_bytes,
                             chunk_sig, ready, o.mode};
@@ -172,7 +174,9 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   // One rank: nothing to wait for; the GEMM's hooks reduce to a null check per tile.
   const tile::GatherWaitHooks hooks{team, map, world > 1 ? chunk_sig : nullptr,
                                     int32_t(int64_t(me) * a.m_per_rank)};
+  ctx.trace("communication enqueued");
   ops::run_op_gemm(a.dtype, gathered, a.b, a.c, shape, hooks, plan, gemm_sms, main);
+  ctx.trace("GEMM enqueued");
 
   if (gather) st.side.join(main);
   if (a.a_gathered)

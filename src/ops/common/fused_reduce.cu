@@ -96,6 +96,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   st.reads_expected += uint64_t(readers_per_call(r.algo, r.mode, world)) * uint64_t(comm_sms);
 
   const uint64_t epoch = ctx.begin_op(r.op);
+  ctx.trace(overlap ? "checked, buffers ready (fused)" : "checked, buffers ready (decomposed)");
   const ll::Team team = ctx.team();
   cudaStream_t main = ctx.stream();
   // The GEMM starts on the rows the reduction consumes first (reduce_kernels.cuh).
@@ -111,6 +112,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   }
 
   run_op_gemm(r.dtype, r.a, r.b, partial, shape, hooks, plan, gemm_sms, main);
+  ctx.trace("GEMM enqueued");
 
   if (world > 1) {
     if (r.dtype == DType::bf16)
@@ -119,6 +121,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
     else
       launch_reducer<__half>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
                              st.reads_expected, comm_sms, reducer_stream);
+    ctx.trace("reduction enqueued");
     if (overlap) st.side.join(main);
   }
 }

@@ -106,7 +106,7 @@ void hooks_case(int64_t M, int64_t N, int64_t K, Raster raster, int swizzle, boo
   const int32_t* cta_log = cta_pos + kMaxCtas;
   const int32_t* bad = cta_log + int64_t(kMaxCtas) * kCap;
   EXPECT_EQ(bad[0], 0) << "order_m called with wrong num_units / rows_per_unit";
-  EXPECT_EQ(bad[1], 0) << "before_load called for an empty tile";
+  EXPECT_EQ(bad[1], 0) << "before_load called for a tile empty in both dimensions";
   EXPECT_EQ(bad[2], 0) << "after_store got a wrongly clipped TileCoord";
 
   // D itself (exact inputs: bitwise).

@@ -48,8 +48,10 @@ struct RecordingHooks {
   __device__ int tile_id(const tilelink::gemm::TileCoord& t) const { return t.m_blk * tiles_n + t.n_blk; }
 
   __device__ void before_load(const tilelink::gemm::TileCoord& t) const {
-    if ((threadIdx.x & 31) == 0) {
-      if (t.rows <= 0 || t.cols <= 0) atomicAdd(&rec.bad[1], 1);
+    // A cluster's spare CTA announces its (empty in one dimension) tile too: it still loads its
+    // multicast share for the partner. Only real tiles are recorded.
+    if ((threadIdx.x & 31) == 0 && (t.rows <= 0 && t.cols <= 0)) atomicAdd(&rec.bad[1], 1);
+    if ((threadIdx.x & 31) == 0 && t.rows > 0 && t.cols > 0) {
       const int id = tile_id(t);
       atomicAdd(&rec.load_count[id], 1);
       rec.load_seq[id] = atomicAdd(rec.seq, 1);
