@@ -106,7 +106,7 @@ int run_reduce(const Args& args, bool all_reduce) {
                  {"ring/pull", rs(ReducePath::fused, RsAlgo::ring, CommMode::pull)},
                  {"mesh/push", rs(ReducePath::fused, RsAlgo::full_mesh, CommMode::push)},
                  {"mesh/pull", rs(ReducePath::fused, RsAlgo::full_mesh, CommMode::pull)},
-                 {"auto", rs(ReducePath::automatic, RsAlgo::ring, CommMode::push)}};
+                 {"auto", rs(ReducePath::automatic, RsAlgo::automatic, CommMode::push)}};
       }
       const std::vector<double> ms = time_interleaved(world, cands, topt);
       const double base = ms[0];

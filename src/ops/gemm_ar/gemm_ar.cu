@@ -8,17 +8,18 @@ namespace {
 constexpr const char* kOp = "gemm_ar";
 }  // namespace
 
+// Rules measured on the H200 with 8 in-process ranks (docs/PERF.md, "gemm_ar"), N 8192,
+// K 3584 per rank: at M = 128 the decomposed path won (one_shot 0.87x, two_shot 0.38x); from
+// M = 256 up two_shot won (1.25x at 256, 1.42-1.67x from 512), one_shot was ~1.0x. So: fused
+// two_shot once every rank's block has >= 32 rows, decomposed below; one_shot remains for rows
+// that do not split evenly across the ranks.
 ArAlgo gemm_ar_choose_algo(const Context& ctx, const GemmArArgs& a) {
-  // One-shot reads (W-1) full partials per rank in one hop; two-shot moves 2(W-1)/W of that in
-  // two hops. Latency wins below ~1 MiB of output, bandwidth above (docs/OPS.md).
-  const double bytes = double(a.m) * double(a.n) * double(dtype_size(a.dtype));
-  return (bytes <= double(1 << 20) || a.m % ctx.num_ranks() != 0) ? ArAlgo::one_shot : ArAlgo::two_shot;
+  return a.m % ctx.num_ranks() == 0 ? ArAlgo::two_shot : ArAlgo::one_shot;
 }
 
 ReducePath gemm_ar_choose_path(const Context& ctx, const GemmArArgs& a) {
   if (ctx.num_ranks() == 1) return ReducePath::fused;
-  const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
-  return flops >= 2e9 ? ReducePath::fused : ReducePath::decomposed;
+  return a.m >= 32 * int64_t(ctx.num_ranks()) ? ReducePath::fused : ReducePath::decomposed;
 }
 
 void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {

@@ -20,8 +20,10 @@
 namespace tilelink {
 
 enum class ReducePath : int32_t { automatic = 0, fused = 1, decomposed = 2 };
-enum class RsAlgo : int32_t { ring = 0, full_mesh = 1 };
-inline const char* rs_algo_name(RsAlgo a) { return a == RsAlgo::ring ? "ring" : "full_mesh"; }
+enum class RsAlgo : int32_t { ring = 0, full_mesh = 1, automatic = 2 };
+inline const char* rs_algo_name(RsAlgo a) {
+  return a == RsAlgo::ring ? "ring" : a == RsAlgo::full_mesh ? "full_mesh" : "auto";
+}
 
 struct GemmRsArgs {
   DType dtype = DType::bf16;
@@ -33,13 +35,18 @@ struct GemmRsArgs {
 
 struct GemmRsOptions {
   ReducePath path = ReducePath::automatic;
-  RsAlgo algo = RsAlgo::ring;
+  RsAlgo algo = RsAlgo::automatic;  // automatic also picks `mode` (gemm_rs_choose_algo)
   CommMode mode = CommMode::push;
   int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, ~16-20 on a whole GPU)
 };
 
 // What `automatic` picks for this shape on this context (documented in docs/OPS.md).
 ReducePath gemm_rs_choose_path(const Context& ctx, const GemmRsArgs& args);
+struct RsSchedule {
+  RsAlgo algo;
+  CommMode mode;
+};
+RsSchedule gemm_rs_choose_algo(const Context& ctx);
 
 void gemm_rs(Context& ctx, const GemmRsArgs& args, const GemmRsOptions& options = {});
 
