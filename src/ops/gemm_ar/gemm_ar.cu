@@ -11,10 +11,12 @@ constexpr const char* kOp = "gemm_ar";
 // Rules measured on the H200 with 8 in-process ranks (docs/PERF.md, "gemm_ar"), N 8192,
 // K 3584 per rank: at M = 128 the decomposed path won (one_shot 0.87x, two_shot 0.38x); from
 // M = 256 up two_shot won (1.25x at 256, 1.42-1.67x from 512), one_shot was ~1.0x. So: fused
-// two_shot once every rank's block has >= 32 rows, decomposed below; one_shot remains for rows
-// that do not split evenly across the ranks.
+// two_shot once every rank's block has >= 32 rows, decomposed below. Below that, and for rows
+// that do not split evenly across the ranks, one_shot (also the reduction the decomposed path
+// runs when ranks share a GPU: two_shot there measured 0.59x of it at M = 128).
 ArAlgo gemm_ar_choose_algo(const Context& ctx, const GemmArArgs& a) {
-  return a.m % ctx.num_ranks() == 0 ? ArAlgo::two_shot : ArAlgo::one_shot;
+  const int64_t w = ctx.num_ranks();
+  return a.m % w == 0 && a.m >= 32 * w ? ArAlgo::two_shot : ArAlgo::one_shot;
 }
 
 ReducePath gemm_ar_choose_path(const Context& ctx, const GemmArArgs& a) {
