@@ -31,21 +31,15 @@ struct RankData {
 };
 
 int run(const Args& args) {
-  const DType dt = args.get("--dtype", "bf16") == "fp16" ? DType::fp16 : DType::bf16;
-  const auto& shapes = args.get("--shapes", "reference") == "small" ? kSmallShapes : kReferenceShapes;
-  TimingOptions topt;
-  topt.samples = int(args.get_int("--samples", 7));
-  topt.reps = int(args.get_int("--reps", 3));
-  std::unique_ptr<Table> table;
-
-  for (int w : world_sizes(args)) {
-    WorldOptions wo;
-    wo.heap_bytes = size_t(args.get_int("--heap-mb", 1024)) << 20;
-    BenchWorld world(args, w, wo);
-    w = world.size();
-    if (!table && world.is_root()) std::printf("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, %s; median of %d interleaved samples\n",
-              dtype_name(dt), topt.samples);
-    if (!table) table = std::make_unique<Table>(args, std::vector<std::string>{"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"}, world.is_root());
+  const OpBenchOptions opt = op_bench_options(args);
+  const DType dt = opt.dtype;
+  const TimingOptions& topt = opt.timing;
+  const auto& shapes = args.get("shapes", "reference") == "small" ? kSmallShapes : kReferenceShapes;
+  const std::string header = std::string("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, ") + dtype_name(dt) +
+                             "; median of " + std::to_string(topt.samples) + " interleaved samples";
+  for_each_world(args, header, {"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"},
+                 [&](BenchWorld& world, Table& table) {
+    const int w = world.size();
     for (const Shape& s : shapes) {
       const int64_t m_per_rank = s.m / w, n = s.n / 8, k = s.k, m = m_per_rank * w;
       std::vector<RankData> rd(w);
@@ -108,7 +102,7 @@ int run(const Args& args) {
       for (size_t i = 0; i < cands.size(); ++i) {
         // All ranks compute concurrently on the GPU(s): count every rank's FLOPs.
         const double tf = tflops(m, n * w, k, ms[i]);
-        table->row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
+        table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
                    fmt(ms[i]), fmt(tf, 1), fmt(base / ms[i], 3), fmt(100.0 * ideal / ms[i], 1)});
       }
       world.run([&](Context& ctx) {
@@ -118,7 +112,7 @@ int run(const Args& args) {
         for (void* p : {d.a, d.b, d.c, d.gathered}) cudaFree(p);
       });
     }
-  }
+  });
   return 0;
 }
 

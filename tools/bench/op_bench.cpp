@@ -81,6 +81,29 @@ std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candid
   return out;
 }
 
+OpBenchOptions op_bench_options(const Args& args) {
+  OpBenchOptions o;
+  o.dtype = args.get("dtype", "bf16") == "fp16" ? DType::fp16 : DType::bf16;
+  o.timing.samples = int(args.get_int("samples", 7));
+  o.timing.reps = int(args.get_int("reps", 3));
+  return o;
+}
+
+void for_each_world(const Args& args, const std::string& header, const std::vector<std::string>& columns,
+                    const std::function<void(BenchWorld&, Table&)>& body) {
+  std::unique_ptr<Table> table;
+  for (int w : world_sizes(args)) {
+    WorldOptions wo;
+    wo.heap_bytes = size_t(args.get_int("heap-mb", 1024)) << 20;
+    BenchWorld world(args, w, wo);
+    if (!table) {
+      if (world.is_root()) std::printf("%s\n", header.c_str());
+      table = std::make_unique<Table>(args, columns, world.is_root());
+    }
+    body(world, *table);
+  }
+}
+
 double tflops(int64_t m, int64_t n, int64_t k, double ms) {
   return ms > 0 ? 2.0 * double(m) * double(n) * double(k) / (ms * 1e-3) / 1e12 : 0.0;
 }

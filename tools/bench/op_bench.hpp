@@ -34,6 +34,8 @@ class BenchWorld {
   std::unique_ptr<MpiWorld> mpi_;
 };
 
+class Table;
+
 // One candidate: what every rank calls once per repetition.
 struct Candidate {
   std::string name;
@@ -51,6 +53,19 @@ std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candid
                                      const TimingOptions& opt);
 
 double tflops(int64_t m, int64_t n, int64_t k, double ms);
+
+// Flags every op benchmark reads: --dtype bf16|fp16, --samples, --reps.
+struct OpBenchOptions {
+  DType dtype = DType::bf16;
+  TimingOptions timing;
+};
+OpBenchOptions op_bench_options(const Args& args);
+
+// The loop of every op benchmark: for each world size (world_sizes), a BenchWorld with a
+// --heap-mb heap (default 1024) and, once, the header line and the result table (printed by the
+// root rank only); then body(world, table).
+void for_each_world(const Args& args, const std::string& header, const std::vector<std::string>& columns,
+                    const std::function<void(BenchWorld&, Table&)>& body);
 
 // World sizes to run from --ranks (default: 1 and 8 on one GPU); under --mpi, the job's size.
 std::vector<int> world_sizes(const Args& args);

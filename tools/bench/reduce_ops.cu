@@ -34,22 +34,17 @@ struct RankData {
 };
 
 int run_reduce(const Args& args, bool all_reduce) {
-  const DType dt = args.get("--dtype", "bf16") == "fp16" ? DType::fp16 : DType::bf16;
+  const OpBenchOptions opt = op_bench_options(args);
+  const DType dt = opt.dtype;
+  const TimingOptions& topt = opt.timing;
   const auto& shapes = all_reduce ? kArShapes : kRsShapes;
-  TimingOptions topt;
-  topt.samples = int(args.get_int("--samples", 7));
-  topt.reps = int(args.get_int("--reps", 3));
   const char* op = all_reduce ? "gemm_ar" : "gemm_rs";
-  std::unique_ptr<Table> table;
-
-  for (int w : world_sizes(args)) {
-    WorldOptions wo;
-    wo.heap_bytes = size_t(args.get_int("--heap-mb", 1024)) << 20;
-    BenchWorld world(args, w, wo);
-    w = world.size();
-    if (!table && world.is_root()) std::printf("# %s: %s of A[M, K/8] · B[N, K/8]^T over the ranks, %s; median of %d interleaved samples\n", op,
-              all_reduce ? "AllReduce" : "ReduceScatter", dtype_name(dt), topt.samples);
-    if (!table) table = std::make_unique<Table>(args, std::vector<std::string>{"ranks", "M", "N", "K/8", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"}, world.is_root());
+  const std::string header = std::string("# ") + op + ": " + (all_reduce ? "AllReduce" : "ReduceScatter") +
+                             " of A[M, K/8] · B[N, K/8]^T over the ranks, " + dtype_name(dt) + "; median of " +
+                             std::to_string(topt.samples) + " interleaved samples";
+  for_each_world(args, header, {"ranks", "M", "N", "K/8", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"},
+                 [&](BenchWorld& world, Table& table) {
+    const int w = world.size();
     for (const Shape& s : shapes) {
       const int64_t m = s.m, n = s.n, k = s.k / 8;
       const int64_t out_rows = all_reduce || w == 1 ? m : m / w;
@@ -112,7 +107,7 @@ int run_reduce(const Args& args, bool all_reduce) {
       const double base = ms[0];
       const double ideal = w == 1 ? ms[0] : std::max(ms[1], std::max(0.0, ms[0] - ms[1]));
       for (size_t i = 0; i < cands.size(); ++i)
-        table->row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
+        table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
                    fmt(ms[i]), fmt(tflops(m, n, k * w, ms[i]), 1), fmt(base / ms[i], 3),
                    fmt(100.0 * ideal / ms[i], 1)});
       world.run([&](Context& ctx) {
@@ -122,7 +117,7 @@ int run_reduce(const Args& args, bool all_reduce) {
         for (void* p : {d.a, d.b, d.c, d.full}) cudaFree(p);
       });
     }
-  }
+  });
   return 0;
 }
 
