@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <thread>
 #include <vector>
@@ -203,10 +204,16 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     std::mt19937_64 rng(seed);  // same sequence on every rank
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::vector<std::string> history;  // printed by rank 0 if a call fails: which calls preceded it
+    try {
     for (int i = 0; i < calls; ++i) {
       const Variant& v = variants[rng() % variants.size()];
       const Shape s{int64_t(w) * int64_t(1 + rng() % 64), int64_t(8 * (1 + rng() % 64)),
                     int64_t(8 * (1 + rng() % 64))};
+      if (r == 0)
+        history.push_back("call " + std::to_string(i) + " epoch " + std::to_string(ctx.epoch() + 1) + ": " +
+                          v.name() + " m " + std::to_string(s.m) + " n " + std::to_string(s.n) + " k " +
+                          std::to_string(s.k));
       const bool check = i % 50 == 49;
       if (check) {
         tt::fill_uniform(DType::bf16, mine.a, s.m * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
@@ -223,6 +230,11 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
       }
     }
     ctx.synchronize("stress");
+    } catch (...) {
+      for (size_t j = history.size() > 60 ? history.size() - 60 : 0; j < history.size(); ++j)
+        std::fprintf(stderr, "stress history (rank 0): %s\n", history[j].c_str());
+      throw;
+    }
     cublasDestroy(h);
     ctx.barrier();
     mine.release();
