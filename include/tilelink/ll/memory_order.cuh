@@ -121,6 +121,23 @@ TL_DEVICE void red_add(uint64_t* p, uint64_t v) {
     asm volatile("red.release.cta.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+template <Order O, Scope S>
+TL_DEVICE void red_max(uint64_t* p, uint64_t v) {
+  static_assert(O == Order::relaxed || O == Order::release, "a reduction is relaxed or release");
+  if constexpr (O == Order::relaxed && S == Scope::gpu)
+    asm volatile("red.relaxed.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else if constexpr (O == Order::relaxed && S == Scope::sys)
+    asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else if constexpr (O == Order::relaxed && S == Scope::cta)
+    asm volatile("red.relaxed.cta.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else if constexpr (O == Order::release && S == Scope::gpu)
+    asm volatile("red.release.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else if constexpr (O == Order::release && S == Scope::sys)
+    asm volatile("red.release.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else
+    asm volatile("red.release.cta.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 // ---- atomics (return the old value) -------------------------------------------------------
 template <Order O, Scope S>
 TL_DEVICE uint64_t atomic_add(uint64_t* p, uint64_t v) {
@@ -195,6 +212,8 @@ TL_DEVICE void st_release_sys(uint64_t* p, uint64_t v) { st<Order::release, Scop
 TL_DEVICE void red_add_relaxed_gpu(uint64_t* p, uint64_t v) { red_add<Order::relaxed, Scope::gpu>(p, v); }
 TL_DEVICE void red_add_release_gpu(uint64_t* p, uint64_t v) { red_add<Order::release, Scope::gpu>(p, v); }
 TL_DEVICE void red_add_release_sys(uint64_t* p, uint64_t v) { red_add<Order::release, Scope::sys>(p, v); }
+TL_DEVICE void red_max_release_gpu(uint64_t* p, uint64_t v) { red_max<Order::release, Scope::gpu>(p, v); }
+TL_DEVICE void red_max_release_sys(uint64_t* p, uint64_t v) { red_max<Order::release, Scope::sys>(p, v); }
 TL_DEVICE uint64_t atomic_add_acq_rel_sys(uint64_t* p, uint64_t v) { return atomic_add<Order::acq_rel, Scope::sys>(p, v); }
 TL_DEVICE uint64_t atomic_cas_acq_rel_sys(uint64_t* p, uint64_t c, uint64_t v) { return atomic_cas<Order::acq_rel, Scope::sys>(p, c, v); }
 TL_DEVICE void fence_acq_rel_gpu() { fence_acq_rel<Scope::gpu>(); }

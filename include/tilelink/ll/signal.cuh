@@ -21,7 +21,9 @@
 
 namespace tilelink::ll {
 
-enum class SignalOp : int32_t { set = 0, add = 1 };
+// set: the word becomes `value`; add: `value` is added; max: the word becomes max(word, value) —
+// the publication of an epoch: a late write of an older epoch can never lower a newer one.
+enum class SignalOp : int32_t { set = 0, add = 1, max = 2 };
 
 // Where a wait happens, for the timeout report.
 struct WaitSite {
@@ -202,7 +204,8 @@ template <Scope S = Scope::sys>
 TL_DEVICE void signal_op(const Team& t, uint64_t* sig, uint64_t value, SignalOp op, int peer) {
   uint64_t* p = symm_at(t, sig, peer);
   if (op == SignalOp::set) st<Order::release, S>(p, value);
-  else red_add<Order::release, S>(p, value);
+  else if (op == SignalOp::add) red_add<Order::release, S>(p, value);
+  else red_max<Order::release, S>(p, value);
 }
 
 #endif  // __CUDACC__

@@ -8,8 +8,12 @@
 //   rank_wait(team, rank_signals, src[, value])               coarse wait on rank src
 //
 // Lowering: a Mapping turns the tile id into slot numbers and ranks (mapping.cuh); signals are
-// epoch flags (ll/signal.cuh): notify stores the current epoch with release semantics, wait spins
-// (bounded) until the slot holds at least that epoch with acquire semantics. Functions without a
+// epoch flags (ll/signal.cuh): notify raises the slot to the current epoch (release, red.max),
+// wait spins (bounded) until the slot holds at least that epoch (acquire). Notifying with max
+// rather than a store matters when consecutive calls lay their slots out differently (another
+// shape or algorithm): a rank still finishing call e-1 may write a slot that a faster peer has
+// already raised to e for call e; a store would lower it and strand the waiter (seen on the H200
+// with 8 ranks: a full-mesh pull after a ring call), max cannot. Functions without a
 // suffix are executed by ONE thread; `_block` variants are called by the whole block and put the
 // block barrier where the memory model needs it (before a notify, after a wait).
 //
@@ -42,12 +46,12 @@ TL_DEVICE void producer_tile_notify(const ll::Team& team, const Mapping& map, ui
                 "producer_tile_notify: Mapping must provide notify_slot(tile) and owner(tile)");
   uint64_t* slot = signals + map.notify_slot(tile);
   if constexpr (Mode == Notify::local) {
-    ll::st_release_gpu(slot, team.epoch);
+    ll::red_max_release_gpu(slot, team.epoch);
   } else if constexpr (Mode == Notify::owner) {
-    ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::set, map.owner(tile));
+    ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::max, map.owner(tile));
   } else {
     for (int r = 0; r < team.num_ranks; ++r)
-      ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::set, r);
+      ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::max, r);
   }
 }
 
@@ -67,7 +71,7 @@ TL_DEVICE void peer_tile_notify(const ll::Team& team, const Mapping& map, uint64
                                 int32_t tile, int32_t dst) {
   static_assert(ProducerMapping<Mapping>, "peer_tile_notify: Mapping must provide notify_slot(tile)");
   uint64_t* slot = peer_signals + int64_t(map.notify_slot(tile)) * team.num_ranks + team.rank;
-  ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::set, dst);
+  ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::max, dst);
 }
 
 template <class Mapping>
@@ -80,7 +84,7 @@ TL_DEVICE void peer_tile_wait(const ll::Team& team, const Mapping& map, const ui
 }
 
 TL_DEVICE void rank_notify(const ll::Team& team, uint64_t* rank_signals, int32_t dst) {
-  ll::signal_op<ll::Scope::sys>(team, rank_signals + team.rank, team.epoch, ll::SignalOp::set, dst);
+  ll::signal_op<ll::Scope::sys>(team, rank_signals + team.rank, team.epoch, ll::SignalOp::max, dst);
 }
 
 // Waits until rank `src` notified this rank for call `value` (default: the current call).

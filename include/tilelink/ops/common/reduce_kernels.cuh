@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const Reduc
       __syncthreads();
       if (threadIdx.x == 0) {
         ll::fence_acq_rel_sys();
-        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, p.team.epoch, ll::SignalOp::set, prev);
+        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, p.team.epoch, ll::SignalOp::max, prev);
       }
     }
   }
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
       if (threadIdx.x == 0) {
         ll::fence_acq_rel_sys();
         ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(p.rb.unit_slot(u)) * w + me,
-                                      p.team.epoch, ll::SignalOp::set, b);
+                                      p.team.epoch, ll::SignalOp::max, b);
       }
       continue;
     }
@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
           for (int32_t q = 0; q < w; ++q)
             if (q != me)
               ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(slot) * w + me, p.team.epoch,
-                                            ll::SignalOp::set, q);
+                                            ll::SignalOp::max, q);
         }
       }
     } else {
