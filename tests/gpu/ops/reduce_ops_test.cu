@@ -241,6 +241,22 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
   });
 }
 
+// The call pair after which the 8-rank stress run once hung (a full-mesh pull whose owner never
+// saw a peer's tile notification), replayed many times with checked results.
+TEST_P(ReduceOps, ReplayRingPushThenFullMeshPullNarrowN) {
+  const Variant ring{false, tilelink::RsAlgo::ring, tilelink::CommMode::push, tilelink::ArAlgo::automatic,
+                     tilelink::ReducePath::fused};
+  const Variant mesh{false, tilelink::RsAlgo::full_mesh, tilelink::CommMode::pull, tilelink::ArAlgo::automatic,
+                     tilelink::ReducePath::fused};
+  const int w = ranks();
+  for (int rep = 0; rep < 20; ++rep) {
+    const uint64_t seed = tt::fresh_seed();
+    SCOPED_TRACE(tt::seed_trace(seed) + " rep " + std::to_string(rep));
+    run_case(world(), ring, {int64_t(26) * w, 312, 464}, DType::bf16, seed);
+    run_case(world(), mesh, {int64_t(37) * w, 24, 200}, DType::bf16, seed + 1);
+  }
+}
+
 TEST(ReduceOpsInput, RejectsBadShapes) {
   auto& world = tt::world(2);
   world.run([&](Context& ctx) {
