@@ -204,8 +204,17 @@ TEST_P(LlData, GetmemEveryScopeSizeAndAlignment) { run_copy_cases(world(), /*put
 
 TEST_P(LlData, TmaPutAndGet) {
   constexpr uint32_t kMaxSmem = 65536 + 128 + 16;
-  ASSERT_EQ(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)),
-            cudaSuccess);
+  // The attribute is per device: ranks run on every visible GPU (seen failing on a 2-GPU machine
+  // when it was set for the current device only).
+  int devices = 0, current = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  for (int d = 0; d < devices; ++d) {
+    ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
+    ASSERT_EQ(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmem)),
+              cudaSuccess);
+  }
+  ASSERT_EQ(cudaSetDevice(current), cudaSuccess);
   struct Smem {
     uint32_t skew, bytes;
   };
