@@ -14,10 +14,14 @@ ops::ReduceRequest request(const GemmRsArgs& a, const GemmRsOptions& o, RsSchedu
 }  // namespace
 
 ReducePath gemm_rs_choose_path(const Context& ctx, const GemmRsArgs& a) {
-  // Rule (docs/OPS.md): fusing pays once the per-rank GEMM runs long enough to hide the
-  // reduction kernel's fixed costs (launch, first handshake, last block's tail). Below ~64
-  // rows per rank, or ~10 GFLOP per rank, the GEMM is too short and the decomposed path wins.
+  // Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md):
+  //  * one GPU per rank (2 H200s over NVLink): the decomposed path (GEMM, then NCCL
+  //    reduce-scatter) won on every REFERENCE.md shape — the fused reduction on ~18 SMs reached
+  //    0.41-0.53x of it at short K and ~0.9x at K >= 3584 — so it is chosen there;
+  //  * ranks sharing a GPU (in-process): fused won on every shape (1.9-3.0x) from M/W >= 64 rows;
+  //    below ~10 GFLOP per rank a GEMM is too short to hide the reducer's fixed costs.
   if (ctx.num_ranks() == 1) return ReducePath::fused;
+  if (ctx.ranks_on_device() == 1) return ReducePath::decomposed;
   const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
   return (a.m / ctx.num_ranks() >= 64 && flops >= 1e10) ? ReducePath::fused : ReducePath::decomposed;
 }

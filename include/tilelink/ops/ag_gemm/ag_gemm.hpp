@@ -32,8 +32,10 @@ struct AgGemmArgs {
 };
 
 struct AgGemmOptions {
+  // Defaults from the 2-GPU NVLink measurement (docs/PERF.md): SM push beat NCCL all-gather +
+  // cuBLAS by 1.05-1.18x on every REFERENCE.md shape; the copy engine lost (0.75-0.86x).
   CommMode mode = CommMode::push;
-  CommEngine engine = CommEngine::copy_engine;
+  CommEngine engine = CommEngine::sm;
   int comm_sms = 0;          // CommEngine::sm: SMs given to the gather kernel (0: automatic)
   int chunk_rows = 0;        // rows per gathered chunk (0: automatic, a multiple of the GEMM tile)
   // false: skip the gather and use the A already gathered on this rank by an earlier call with
