@@ -67,18 +67,41 @@ TL_DEVICE T* at(T* base, int64_t ld, const Unit& u, int32_t row_base = 0) {
   return base + int64_t(u.row0 - row_base) * ld + u.col0;
 }
 
-// dst[unit] = sum of srcs[unit], fp32 accumulation, 16-byte accesses (N and tile columns are
-// multiples of 8). Loads bypass L1 (.cg): the data was produced by other SMs or GPUs.
+// dst[unit] = sum of srcs[unit], fp32 accumulation in source order (so every algorithm's result
+// is a pure function of its inputs), 16-byte accesses (N and tile columns are multiples of 8).
+// Each thread keeps kLoadsInFlight independent loads per source in flight: across NVLink a load
+// takes microseconds, and one 16-byte load per thread at a time capped a 512-thread block at a
+// few GB/s (the reason the first fused reduce-scatter lost to NCCL over NVLink). Loads bypass L1
+// (.cg): the data was produced by other SMs or GPUs.
+inline constexpr int kLoadsInFlight = 4;
+
 template <class T, int kMaxSrc>
 TL_DEVICE void sum_unit_block(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst,
                               int64_t ld_dst, int rows, int cols) {
-  const int vecs = cols / 8;
-  for (int i = threadIdx.x; i < rows * vecs; i += blockDim.x) {
-    const int r = i / vecs, c = (i % vecs) * 8;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int s = 0; s < nsrc; ++s)
-      Vec8<T>::add(acc, __ldcg(reinterpret_cast<const uint4*>(srcs[s] + int64_t(r) * ld_src + c)));
-    *reinterpret_cast<uint4*>(dst + int64_t(r) * ld_dst + c) = Vec8<T>::pack(acc);
+  const int vecs = cols / 8, total = rows * vecs;
+  for (int first = threadIdx.x; first < total; first += blockDim.x * kLoadsInFlight) {
+    int64_t src_off[kLoadsInFlight], dst_off[kLoadsInFlight];
+    bool live[kLoadsInFlight];
+#pragma unroll
+    for (int j = 0; j < kLoadsInFlight; ++j) {
+      const int i = first + j * blockDim.x, r = i / vecs, c = (i % vecs) * 8;
+      live[j] = i < total;
+      src_off[j] = int64_t(r) * ld_src + c;
+      dst_off[j] = int64_t(r) * ld_dst + c;
+    }
+    float acc[kLoadsInFlight][8] = {};
+    for (int s = 0; s < nsrc; ++s) {
+      uint4 v[kLoadsInFlight];
+#pragma unroll
+      for (int j = 0; j < kLoadsInFlight; ++j)
+        if (live[j]) v[j] = __ldcg(reinterpret_cast<const uint4*>(srcs[s] + src_off[j]));
+#pragma unroll
+      for (int j = 0; j < kLoadsInFlight; ++j)
+        if (live[j]) Vec8<T>::add(acc[j], v[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kLoadsInFlight; ++j)
+      if (live[j]) *reinterpret_cast<uint4*>(dst + dst_off[j]) = Vec8<T>::pack(acc[j]);
   }
 }
 
