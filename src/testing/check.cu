@@ -122,28 +122,6 @@ void reference_gemm(cublasHandle_t h, DType dtype, const void* a, const void* b,
   }
 }
 
-CublasGemm::CublasGemm(cudaStream_t stream) {
-  TL_REQUIRE(cublasCreate(&handle_) == CUBLAS_STATUS_SUCCESS, "cublasCreate failed");
-  TL_REQUIRE(cublasSetStream(handle_, stream) == CUBLAS_STATUS_SUCCESS, "cublasSetStream failed");
-  const size_t ws = size_t(32) << 20;  // what PyTorch gives cuBLAS on Hopper
-  TL_CUDA_CHECK(cudaMalloc(&workspace_, ws));
-  TL_REQUIRE(cublasSetWorkspace(handle_, workspace_, ws) == CUBLAS_STATUS_SUCCESS, "cublasSetWorkspace failed");
-}
-
-CublasGemm::~CublasGemm() {
-  cublasDestroy(handle_);
-  cudaFree(workspace_);
-}
-
-void CublasGemm::run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k) {
-  const cudaDataType_t t = dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t s = cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha, b, t,
-                                        int(k), a, t, int(k), &beta, d, t, int(n), CUBLAS_COMPUTE_32F,
-                                        CUBLAS_GEMM_DEFAULT);
-  TL_REQUIRE(s == CUBLAS_STATUS_SUCCESS, "cublasGemmEx failed: status ", int(s), " (m=", m, " n=", n, " k=", k, ")");
-}
-
 Comparison compare(DType dtype, const void* out, int64_t ldo, const float* ref, int64_t m, int64_t n,
                    double atol, double rtol, cudaStream_t stream) {
   const int blocks = grid_for(m * n);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/ops/common.hpp"
 
 namespace tilelink::test {
@@ -25,20 +26,8 @@ void reference_gemm(cublasHandle_t h, DType dtype, const void* a, const void* b,
                     int64_t m, int64_t n, int64_t k, cudaStream_t stream, int terms = 1,
                     int64_t a_stride = 0, int64_t b_stride = 0, float beta = 0.0f);
 
-// The baseline users have today: cuBLAS GEMM in the library's layout, dtype in and out,
-// fp32 compute: D[M,N] = A[M,K]·B[N,K]ᵀ, row-major.
-class CublasGemm {
- public:
-  explicit CublasGemm(cudaStream_t stream);
-  ~CublasGemm();
-  CublasGemm(const CublasGemm&) = delete;
-  CublasGemm& operator=(const CublasGemm&) = delete;
-  void run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k);
-
- private:
-  cublasHandle_t handle_ = nullptr;
-  void* workspace_ = nullptr;
-};
+// The baseline users have today: cuBLAS in the library's layout (tilelink/gemm/cublas_gemm.hpp).
+using CublasGemm = gemm::CublasGemm;
 
 struct Comparison {
   double rel_fro = 0;        // ||out - ref||_F / ||ref||_F

@@ -9,6 +9,7 @@
 
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
+#include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/common/reduce_kernels.cuh"
 #include "tilelink/runtime/context.hpp"
@@ -34,6 +35,7 @@ struct ReduceState {
   UniformCheck uniform;
   uint64_t reads_expected = 0;   // running total of reading blocks (see reduce_kernels.cuh)
   const void* last_signals = nullptr;
+  std::unique_ptr<gemm::CublasGemm> cublas;  // the decomposed path's GEMM, made on first use
 };
 
 // Validation shared by both ops (local, before anything collective or any launch).
@@ -42,8 +44,9 @@ void validate_reduce(const Context& ctx, const ReduceRequest& r);
 // Fused: GEMM with TileNotifyHooks on the caller's stream, reduction kernel on the side stream.
 void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r);
 
-// Decomposed: GEMM into the partial buffer, then NCCL reduce-scatter / all-reduce when every
-// rank has its own GPU, else the reduction kernel after the GEMM (no overlap).
+// Decomposed: when every rank has its own GPU, cuBLAS into the partial buffer, then NCCL
+// reduce-scatter / all-reduce (what a user writes without tilelink); when ranks share a GPU
+// (NCCL cannot run there), the engine's GEMM, then the reduction kernel (no overlap).
 void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r);
 
 // Reduction blocks used when the caller passes 0.
