@@ -44,6 +44,16 @@ def timed(fn, iters, warmup=3):
     return statistics.median(samples)
 
 
+def timed_or_nan(fn, iters, what, rank):
+    """Async-TP may reject a shape or the environment; record NaN and say why instead of dying."""
+    try:
+        return timed(fn, iters)
+    except Exception as e:
+        if rank == 0:
+            print(f"# {what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return float("nan")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=20)
@@ -53,10 +63,19 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     group = dist.group.WORLD
-    have_symm = hasattr(torch.ops, "symm_mem") and hasattr(torch.ops.symm_mem, "fused_all_gather_matmul")
-    if have_symm:
+    # The async-TP ops are defined by the Python module (torch.library), so they exist only after
+    # it is imported; checking torch.ops.symm_mem first reports them missing.
+    have_symm = False
+    try:
         import torch.distributed._symmetric_memory as symm_mem
-        symm_mem.enable_symm_mem_for_group(group.group_name)
+        if hasattr(symm_mem, "enable_symm_mem_for_group"):
+            symm_mem.enable_symm_mem_for_group(group.group_name)
+        have_symm = hasattr(torch.ops.symm_mem, "fused_all_gather_matmul")
+    except Exception as e:  # report, keep the other baselines
+        if rank == 0:
+            print(f"# async-TP unavailable: {type(e).__name__}: {e}")
+    if rank == 0:
+        print(f"# async-TP (torch.ops.symm_mem fused ops): {'available' if have_symm else 'unavailable'}")
     rows = []
     dt = torch.bfloat16
 
@@ -69,8 +88,8 @@ def main():
         t_seq = timed(lambda: (dist.all_gather_into_tensor(gathered, a), gathered @ b.t()), args.iters)
         t_atp = float("nan")
         if have_symm:
-            t_atp = timed(lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b.t()], 0, group.group_name),
-                          args.iters)
+            t_atp = timed_or_nan(lambda: torch.ops.symm_mem.fused_all_gather_matmul(a, [b.t()], 0, group.group_name),
+                                 args.iters, f"async-TP ag m{m} n{n // 8} k{k}", rank)
         rows.append(("ag_gemm", m, n // 8, k, t_gemm, t_comm, t_seq, t_atp))
 
     for m, n, k in RS_SHAPES:
@@ -83,8 +102,9 @@ def main():
         t_seq = timed(lambda: dist.reduce_scatter_tensor(out, a @ b.t()), args.iters)
         t_atp = float("nan")
         if have_symm:
-            t_atp = timed(lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b.t(), "sum", 0, group.group_name),
-                          args.iters)
+            t_atp = timed_or_nan(lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b.t(), "sum", 0,
+                                                                                         group.group_name),
+                                 args.iters, f"async-TP rs m{m} n{n} k{k // 8}", rank)
         rows.append(("gemm_rs", m, n, k // 8, t_gemm, t_comm, t_seq, t_atp))
 
     for m in (128, 256, 512, 1024, 2048):

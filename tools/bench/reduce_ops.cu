@@ -39,6 +39,7 @@ int run_reduce(const Args& args, bool all_reduce) {
   const TimingOptions& topt = opt.timing;
   const auto& shapes = all_reduce ? kArShapes : kRsShapes;
   const char* op = all_reduce ? "gemm_ar" : "gemm_rs";
+  const int comm_sms = int(args.get_int("comm-sms", 0));  // reduction blocks; 0: the op's default
   const std::string header = std::string("# ") + op + ": " + (all_reduce ? "AllReduce" : "ReduceScatter") +
                              " of A[M, K/8] · B[N, K/8]^T over the ranks, " + dtype_name(dt) + "; median of " +
                              std::to_string(topt.samples) + " interleaved samples";
@@ -67,6 +68,7 @@ int run_reduce(const Args& args, bool all_reduce) {
           o.path = path;
           o.algo = algo;
           o.mode = mode;
+          o.comm_sms = comm_sms;
           gemm_rs(ctx, {dt, d.a, d.b, d.c, m, n, k}, o);
         };
       };
@@ -76,6 +78,7 @@ int run_reduce(const Args& args, bool all_reduce) {
           GemmArOptions o;
           o.path = path;
           o.algo = algo;
+          o.comm_sms = comm_sms;
           gemm_ar(ctx, {dt, d.a, d.b, d.c, m, n, k}, o);
         };
       };

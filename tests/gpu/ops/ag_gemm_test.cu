@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "gpu/common/gpu_test.hpp"
-#include "tilelink/testing/check.hpp"
-#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "gpu/ops/op_cases.hpp"
 
 namespace tt = tilelink::test;
 using tilelink::AgGemmArgs;
@@ -31,18 +30,9 @@ struct Shape {
   int64_t m_per_rank, n, k;
 };
 
-struct Mode {
-  CommMode mode;
-  CommEngine engine;
-};
-constexpr Mode kModes[] = {{CommMode::push, CommEngine::copy_engine},
-                           {CommMode::pull, CommEngine::copy_engine},
-                           {CommMode::push, CommEngine::sm},
-                           {CommMode::pull, CommEngine::sm}};
-
-std::string mode_name(const Mode& m) {
-  return std::string(tilelink::comm_mode_name(m.mode)) + "/" + tilelink::comm_engine_name(m.engine);
-}
+using Mode = tt::AgMode;
+constexpr const auto& kModes = tt::kAgModes;
+using tt::mode_name;
 
 // Device buffers of one rank for one case.
 struct RankBuffers {

@@ -14,9 +14,7 @@
 #include <vector>
 
 #include "gpu/common/gpu_test.hpp"
-#include "tilelink/testing/check.hpp"
-#include "tilelink/ops/gemm_ar/gemm_ar.hpp"
-#include "tilelink/ops/gemm_rs/gemm_rs.hpp"
+#include "gpu/ops/op_cases.hpp"
 
 namespace tt = tilelink::test;
 using tilelink::Context;
@@ -28,47 +26,7 @@ struct Shape {
   int64_t m, n, k;  // k: per rank
 };
 
-// Which op and how: RS ring/full-mesh x push/pull, AR one/two-shot; fused or decomposed.
-struct Variant {
-  bool all_reduce;
-  tilelink::RsAlgo rs_algo;
-  tilelink::CommMode mode;
-  tilelink::ArAlgo ar_algo;
-  tilelink::ReducePath path;
-  std::string name() const {
-    std::string s = all_reduce ? std::string("ar/") + tilelink::ar_algo_name(ar_algo)
-                               : std::string("rs/") + tilelink::rs_algo_name(rs_algo) + "/" +
-                                     tilelink::comm_mode_name(mode);
-    return s + (path == tilelink::ReducePath::decomposed ? "/decomposed" : "/fused");
-  }
-};
-
-std::vector<Variant> all_variants() {
-  using tilelink::ArAlgo;
-  using tilelink::CommMode;
-  using tilelink::ReducePath;
-  using tilelink::RsAlgo;
-  std::vector<Variant> v;
-  for (RsAlgo a : {RsAlgo::ring, RsAlgo::full_mesh})
-    for (CommMode m : {CommMode::push, CommMode::pull}) v.push_back({false, a, m, ArAlgo::automatic, ReducePath::fused});
-  v.push_back({false, RsAlgo::ring, CommMode::push, ArAlgo::automatic, ReducePath::decomposed});
-  for (ArAlgo a : {ArAlgo::one_shot, ArAlgo::two_shot})
-    v.push_back({true, RsAlgo::ring, CommMode::pull, a, ReducePath::fused});
-  v.push_back({true, RsAlgo::ring, CommMode::pull, ArAlgo::one_shot, ReducePath::decomposed});
-  return v;
-}
-
-// Tolerance. Every rounding to the dtype errs by at most half an ulp of the value rounded
-// (2^-8 relative for bf16, 2^-11 for fp16), and the values rounded are the partials and running
-// sums, which can be much larger than the final element: bound them by 4 sigma of a sum of
-// world*k products of U(-1,1) pairs (sigma = sqrt(world*k)/3). The ring rounds world+1 times
-// (each partial, each running sum), the other algorithms twice (the partial, the result).
-tt::Tolerance reduce_tolerance(DType dt, int64_t k, int world, bool ring) {
-  const double half_ulp = dt == DType::bf16 ? 1.0 / 256 : 1.0 / 2048;
-  const double roundings = ring ? world + 1 : 2;
-  const double intermediate = 4.0 * std::sqrt(double(k) * world) / 3.0;
-  return {roundings * half_ulp * intermediate, 2 * half_ulp * roundings, dt == DType::bf16 ? 1e-2 : 2e-3};
-}
+using Variant = tt::ReduceVariant;
 
 struct RankBuffers {
   void* a = nullptr;
@@ -87,18 +45,7 @@ struct RankBuffers {
 };
 
 void call(Context& ctx, const Variant& v, DType dt, const RankBuffers& mine, const Shape& s) {
-  if (v.all_reduce) {
-    tilelink::GemmArOptions o;
-    o.path = v.path;
-    o.algo = v.ar_algo;
-    tilelink::gemm_ar(ctx, {dt, mine.a, mine.b, mine.c, s.m, s.n, s.k}, o);
-  } else {
-    tilelink::GemmRsOptions o;
-    o.path = v.path;
-    o.algo = v.rs_algo;
-    o.mode = v.mode;
-    tilelink::gemm_rs(ctx, {dt, mine.a, mine.b, mine.c, s.m, s.n, s.k}, o);
-  }
+  tt::call_reduce(ctx, v, dt, mine.a, mine.b, mine.c, s.m, s.n, s.k);
 }
 
 // ref = Σ_q A_q·B_qᵀ over all ranks' inputs; compare this rank's output rows.
@@ -111,8 +58,7 @@ void check_rank(Context& ctx, const Variant& v, DType dt, std::vector<RankBuffer
     tt::reference_gemm(h, dt, bufs[q].a, bufs[q].b, mine.ref, s.m, s.n, s.k, st, 1, 0, 0, q == 0 ? 0.0f : 1.0f);
   const int64_t rows = v.all_reduce ? s.m : s.m / w;
   const float* ref_rows = mine.ref + (v.all_reduce ? 0 : int64_t(r) * rows * s.n);
-  const auto tol = reduce_tolerance(dt, s.k, w, !v.all_reduce && v.rs_algo == tilelink::RsAlgo::ring &&
-                                                    v.path == tilelink::ReducePath::fused);
+  const auto tol = tt::reduce_tolerance(dt, s.k, w, v.rounds_per_hop());
   const auto cmp = tt::compare(dt, mine.c, s.n, ref_rows, rows, s.n, tol.atol, tol.rtol, st);
   EXPECT_EQ(cmp.bad, 0) << what << " rank " << r << ": " << tt::describe(cmp);
   EXPECT_LT(cmp.rel_fro, tol.rel_fro) << what << " rank " << r << ": " << tt::describe(cmp);
@@ -155,7 +101,7 @@ class ReduceOps : public tt::WorldSizeTest {};
 TEST_P(ReduceOps, EveryVariantMatchesReference) {
   // REFERENCE.md GEMM-RS shapes scaled: K divided by 8 as on 8 ranks, M reduced.
   const Shape shapes[] = {{1024, 4096, 1376}, {512, 3584, 1792}};
-  for (const Variant& v : all_variants())
+  for (const Variant& v : tt::all_reduce_variants())
     for (const Shape& s : shapes) {
       const uint64_t seed = tt::fresh_seed();
       SCOPED_TRACE(tt::seed_trace(seed) + " " + v.name() + " m " + std::to_string(s.m) + " n " +
@@ -168,7 +114,7 @@ TEST_P(ReduceOps, OddShapesAndFp16) {
   // m/W not a multiple of the GEMM tile (units straddle rank blocks); tiny M (decode).
   const int w = ranks();
   const Shape shapes[] = {{int64_t(104) * w, 264, 520}, {int64_t(w), 1024, 256}, {int64_t(24) * w, 72, 64}};
-  for (const Variant& v : all_variants())
+  for (const Variant& v : tt::all_reduce_variants())
     for (const Shape& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {
         const uint64_t seed = tt::fresh_seed();
@@ -192,7 +138,7 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
   const int calls = 1000, w = ranks();
   const uint64_t seed = tt::fresh_seed();
   SCOPED_TRACE(tt::seed_trace(seed));
-  const auto variants = all_variants();
+  const auto variants = tt::all_reduce_variants();
   const Shape max_shape{int64_t(64) * w, 512, 512};
   std::vector<RankBuffers> bufs(w);
   world().run([&](Context& ctx) {

@@ -1,0 +1,90 @@
+// tests/gpu/ops/op_cases.hpp — what the in-process and the multi-process op tests share: the
+// modes and variants each op is tested in, how a variant is called, and the tolerance of a
+// reduction against its fp32 reference.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "tilelink/ops/gemm_ar/gemm_ar.hpp"
+#include "tilelink/ops/gemm_rs/gemm_rs.hpp"
+#include "tilelink/testing/check.hpp"
+
+namespace tilelink::test {
+
+// ---- ag_gemm: push/pull x copy engine/SMs ---------------------------------------------------
+struct AgMode {
+  CommMode mode;
+  CommEngine engine;
+};
+inline constexpr AgMode kAgModes[] = {{CommMode::push, CommEngine::copy_engine},
+                                      {CommMode::pull, CommEngine::copy_engine},
+                                      {CommMode::push, CommEngine::sm},
+                                      {CommMode::pull, CommEngine::sm}};
+
+inline std::string mode_name(const AgMode& m) {
+  return std::string(comm_mode_name(m.mode)) + "/" + comm_engine_name(m.engine);
+}
+
+// ---- gemm_rs / gemm_ar: RS ring/full-mesh x push/pull, AR one/two-shot; fused or decomposed ---
+struct ReduceVariant {
+  bool all_reduce;
+  RsAlgo rs_algo;
+  CommMode mode;
+  ArAlgo ar_algo;
+  ReducePath path;
+  std::string name() const {
+    std::string s = all_reduce ? std::string("ar/") + ar_algo_name(ar_algo)
+                               : std::string("rs/") + rs_algo_name(rs_algo) + "/" + comm_mode_name(mode);
+    return s + (path == ReducePath::decomposed ? "/decomposed" : "/fused");
+  }
+  // The fused ring rounds every running sum to the dtype, and so may NCCL's ring (the decomposed
+  // path with one GPU per rank); the fused full-mesh and all-reduce kernels sum in fp32 once.
+  bool rounds_per_hop() const {
+    return path == ReducePath::decomposed || (!all_reduce && rs_algo == RsAlgo::ring);
+  }
+};
+
+inline std::vector<ReduceVariant> all_reduce_variants() {
+  std::vector<ReduceVariant> v;
+  for (RsAlgo a : {RsAlgo::ring, RsAlgo::full_mesh})
+    for (CommMode m : {CommMode::push, CommMode::pull}) v.push_back({false, a, m, ArAlgo::automatic, ReducePath::fused});
+  v.push_back({false, RsAlgo::ring, CommMode::push, ArAlgo::automatic, ReducePath::decomposed});
+  for (ArAlgo a : {ArAlgo::one_shot, ArAlgo::two_shot})
+    v.push_back({true, RsAlgo::ring, CommMode::pull, a, ReducePath::fused});
+  v.push_back({true, RsAlgo::ring, CommMode::pull, ArAlgo::one_shot, ReducePath::decomposed});
+  return v;
+}
+
+// C[m(/W), n] from this rank's A[m, k], B[n, k] (k per rank).
+inline void call_reduce(Context& ctx, const ReduceVariant& v, DType dt, const void* a, const void* b, void* c,
+                        int64_t m, int64_t n, int64_t k) {
+  if (v.all_reduce) {
+    GemmArOptions o;
+    o.path = v.path;
+    o.algo = v.ar_algo;
+    gemm_ar(ctx, {dt, a, b, c, m, n, k}, o);
+  } else {
+    GemmRsOptions o;
+    o.path = v.path;
+    o.algo = v.rs_algo;
+    o.mode = v.mode;
+    gemm_rs(ctx, {dt, a, b, c, m, n, k}, o);
+  }
+}
+
+// Tolerance. Every rounding to the dtype errs by at most half an ulp of the value rounded
+// (2^-8 relative for bf16, 2^-11 for fp16), and the values rounded are the partials and running
+// sums, which can be much larger than the final element: bound them by 4 sigma of a sum of
+// world*k products of U(-1,1) pairs (sigma = sqrt(world*k)/3). The ring rounds world+1 times
+// (each partial, each running sum), the other algorithms twice (the partial, the result).
+inline Tolerance reduce_tolerance(DType dt, int64_t k, int world, bool ring) {
+  const double half_ulp = dt == DType::bf16 ? 1.0 / 256 : 1.0 / 2048;
+  const double roundings = ring ? world + 1 : 2;
+  const double intermediate = 4.0 * std::sqrt(double(k) * world) / 3.0;
+  return {roundings * half_ulp * intermediate, 2 * half_ulp * roundings, dt == DType::bf16 ? 1e-2 : 2e-3};
+}
+
+}  // namespace tilelink::test

@@ -1,0 +1,248 @@
+// The fused ops across processes: MpiWorld under mpirun, one process per GPU on a multi-GPU
+// machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
+// (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
+// size, bf16 and fp16, REFERENCE.md shapes scaled and odd shapes, then a stress loop with one
+// rank starting late.
+//
+// A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
+// shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
+// itself. Tests use non-fatal EXPECTs so that a failure on one rank cannot leave the others in a
+// host barrier (run_mpi_test.sh bounds the whole run in time as well).
+#include <cublas_v2.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gpu/common/gpu_test.hpp"
+#include "gpu/ops/op_cases.hpp"
+
+namespace tt = tilelink::test;
+using tilelink::Context;
+using tilelink::DType;
+
+namespace {
+
+Context* g_ctx = nullptr;
+
+// Rank 0's fresh seed, on every rank.
+uint64_t shared_seed(Context& ctx) {
+  const uint64_t mine = tt::fresh_seed();
+  std::vector<uint64_t> all(ctx.num_ranks());
+  ctx.allgather(&mine, all.data(), sizeof mine);
+  return all[0];
+}
+
+// Device allocations of one case, freed at scope exit.
+struct DeviceBuffers {
+  std::vector<void*> ptrs;
+  void* get(size_t bytes) {
+    void* p = nullptr;
+    TL_CUDA_CHECK(cudaMalloc(&p, bytes));
+    ptrs.push_back(p);
+    return p;
+  }
+  ~DeviceBuffers() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+};
+
+class Cublas {
+ public:
+  Cublas() { EXPECT_EQ(cublasCreate(&h_), CUBLAS_STATUS_SUCCESS); }
+  ~Cublas() { cublasDestroy(h_); }
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  cublasHandle_t h_ = nullptr;
+};
+
+std::string shape_name(int64_t m, int64_t n, int64_t k, DType dt) {
+  return std::string(tilelink::dtype_name(dt)) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
+         std::to_string(k);
+}
+
+// ---- ag_gemm -----------------------------------------------------------------------------------
+// Rank q's A shard is fill_uniform(seed (q, 1)); each rank's B is its own (seed (rank, 2)).
+void ag_gemm_case(Context& ctx, const tt::AgMode& mode, DType dt, int64_t mpr, int64_t n, int64_t k,
+                  uint64_t seed) {
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  const int64_t m = mpr * w;
+  const std::string what = tt::mode_name(mode) + " " + shape_name(mpr, n, k, dt) + " rank " + std::to_string(r);
+  cudaStream_t st = ctx.stream();
+  DeviceBuffers mem;
+  void* a = mem.get(mpr * k * 2);
+  void* b = mem.get(n * k * 2);
+  void* c = mem.get(m * n * 2);
+  void* c2 = mem.get(m * n * 2);
+  void* gathered = mem.get(m * k * 2);
+  void* expect_a = mem.get(m * k * 2);
+  auto* ref = static_cast<float*>(mem.get(m * n * 4));
+  for (int q = 0; q < w; ++q)
+    tt::fill_uniform(dt, static_cast<char*>(expect_a) + q * mpr * k * 2, mpr * k, tt::mix_seed(seed, q, 1), 1.0f, st);
+  tt::fill_uniform(dt, a, mpr * k, tt::mix_seed(seed, r, 1), 1.0f, st);
+  tt::fill_uniform(dt, b, n * k, tt::mix_seed(seed, r, 2), 1.0f, st);
+  for (void* p : {c, c2}) tt::poison_nan(dt, p, m * n, st);
+  tt::poison_nan(dt, gathered, m * k, st);
+  ctx.synchronize("test data");
+  ctx.barrier();
+
+  tilelink::AgGemmOptions opt;
+  opt.mode = mode.mode;
+  opt.engine = mode.engine;
+  tilelink::AgGemmArgs args{dt, a, b, c, mpr, n, k, gathered};
+  tilelink::ag_gemm(ctx, args, opt);
+  ctx.synchronize("ag_gemm");
+  opt.communicate = false;  // the same GEMM over the A this call gathered
+  args.c = c2;
+  args.a_gathered = nullptr;
+  tilelink::ag_gemm(ctx, args, opt);
+  ctx.synchronize("ag_gemm (no communication)");
+
+  const auto want = tt::download(expect_a, m * k * 2, st), got = tt::download(gathered, m * k * 2, st);
+  EXPECT_TRUE(tt::bytes_equal(want.data(), got.data(), want.size(), "gathered A, " + what));
+  Cublas h;
+  tt::reference_gemm(h.get(), dt, expect_a, b, ref, m, n, k, st);
+  const auto tol = tt::gemm_tolerance(dt, k);
+  const auto cmp = tt::compare(dt, c, n, ref, m, n, tol.atol, tol.rtol, st);
+  EXPECT_EQ(cmp.bad, 0) << what << ": " << tt::describe(cmp);
+  EXPECT_LT(cmp.rel_fro, tol.rel_fro) << what << ": " << tt::describe(cmp);
+  const auto c1 = tt::download(c, m * n * 2, st), c2h = tt::download(c2, m * n * 2, st);
+  EXPECT_TRUE(tt::bytes_equal(c1.data(), c2h.data(), c1.size(), "C with vs without communication, " + what));
+  ctx.barrier();
+}
+
+TEST(OpsMpi, AgGemmEveryModeMatchesReference) {
+  Context& ctx = *g_ctx;
+  struct S {
+    int64_t mpr, n, k;
+  };
+  const S shapes[] = {{512, 1376, 1024}, {256, 3584, 2048}, {100, 264, 520}, {1, 8, 8}};
+  for (const auto& mode : tt::kAgModes)
+    for (const S& s : shapes)
+      for (DType dt : {DType::bf16, DType::fp16}) {
+        const uint64_t seed = shared_seed(ctx);
+        SCOPED_TRACE(tt::seed_trace(seed));
+        ag_gemm_case(ctx, mode, dt, s.mpr, s.n, s.k, seed);
+      }
+}
+
+// ---- gemm_rs / gemm_ar ---------------------------------------------------------------------------
+// Rank q's A is fill_uniform(seed (q, 1)), its B fill_uniform(seed (q, 2)); the reference is
+// Σ_q A_q·B_qᵀ over the stacked inputs.
+void reduce_case(Context& ctx, const tt::ReduceVariant& v, DType dt, int64_t m, int64_t n, int64_t k,
+                 uint64_t seed) {
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  const std::string what = v.name() + " " + shape_name(m, n, k, dt) + " rank " + std::to_string(r);
+  cudaStream_t st = ctx.stream();
+  DeviceBuffers mem;
+  void* all_a = mem.get(w * m * k * 2);
+  void* all_b = mem.get(w * n * k * 2);
+  void* c = mem.get(m * n * 2);
+  auto* ref = static_cast<float*>(mem.get(m * n * 4));
+  for (int q = 0; q < w; ++q) {
+    tt::fill_uniform(dt, static_cast<char*>(all_a) + q * m * k * 2, m * k, tt::mix_seed(seed, q, 1), 1.0f, st);
+    tt::fill_uniform(dt, static_cast<char*>(all_b) + q * n * k * 2, n * k, tt::mix_seed(seed, q, 2), 1.0f, st);
+  }
+  const void* a = static_cast<char*>(all_a) + r * m * k * 2;
+  const void* b = static_cast<char*>(all_b) + r * n * k * 2;
+  tt::poison_nan(dt, c, m * n, st);
+  ctx.synchronize("test data");
+  ctx.barrier();
+  tt::call_reduce(ctx, v, dt, a, b, c, m, n, k);
+  ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
+
+  Cublas h;
+  tt::reference_gemm(h.get(), dt, all_a, all_b, ref, m, n, k, st, w, m * k, n * k);
+  const int64_t rows = v.all_reduce ? m : m / w;
+  const float* ref_rows = ref + (v.all_reduce ? 0 : int64_t(r) * rows * n);
+  const auto tol = tt::reduce_tolerance(dt, k, w, v.rounds_per_hop());
+  const auto cmp = tt::compare(dt, c, n, ref_rows, rows, n, tol.atol, tol.rtol, st);
+  EXPECT_EQ(cmp.bad, 0) << what << ": " << tt::describe(cmp);
+  EXPECT_LT(cmp.rel_fro, tol.rel_fro) << what << ": " << tt::describe(cmp);
+  ctx.barrier();
+}
+
+TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
+  Context& ctx = *g_ctx;
+  const int64_t w = ctx.num_ranks();
+  struct S {
+    int64_t m, n, k;
+  };
+  // REFERENCE.md GEMM-RS shapes scaled (K/8 as on 8 ranks), then rows that straddle tiles, decode M.
+  const S shapes[] = {{1024, 4096, 1376}, {104 * w, 264, 520}, {w, 1024, 256}};
+  for (const auto& v : tt::all_reduce_variants())
+    for (const S& s : shapes)
+      for (DType dt : {DType::bf16, DType::fp16}) {
+        const uint64_t seed = shared_seed(ctx);
+        SCOPED_TRACE(tt::seed_trace(seed));
+        reduce_case(ctx, v, dt, s.m, s.n, s.k, seed);
+      }
+}
+
+// ---- stress --------------------------------------------------------------------------------------
+// 300 back-to-back calls of random ops, modes and shapes, rank 1 starting 300 ms late; every 25th
+// call is checked. All must complete without a timeout (the buffers and signals are handed over
+// between calls with no reset).
+TEST(OpsMpi, StressRandomOpsOneRankLate) {
+  Context& ctx = *g_ctx;
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  const uint64_t seed = shared_seed(ctx);
+  SCOPED_TRACE(tt::seed_trace(seed));
+  std::mt19937_64 rng(seed);  // same sequence on every rank: the calls agree
+  const auto variants = tt::all_reduce_variants();
+  DeviceBuffers mem;
+  const int64_t kMax = 512;
+  void* a = mem.get(kMax * w * kMax * 2);
+  void* b = mem.get(kMax * kMax * 2);
+  void* c = mem.get(kMax * w * kMax * 2);
+  tt::fill_uniform(DType::bf16, a, kMax * w * kMax, tt::mix_seed(seed, r, 1), 1.0f, ctx.stream());
+  tt::fill_uniform(DType::bf16, b, kMax * kMax, tt::mix_seed(seed, r, 2), 1.0f, ctx.stream());
+  ctx.synchronize("stress data");
+  if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 300; ++i) {
+    const int kind = int(rng() % (variants.size() + 4));
+    const int64_t n = 8 * (1 + rng() % 64), k = 8 * (1 + rng() % 64);
+    if (i % 25 == 24) {  // a checked call: fresh data, full reference
+      ctx.synchronize("stress");
+      const int64_t rows = 1 + rng() % (kind < 4 ? 192 : 64);
+      const uint64_t case_seed = rng();
+      if (kind < 4) ag_gemm_case(ctx, tt::kAgModes[kind], DType::bf16, rows, n, k, case_seed);
+      else reduce_case(ctx, variants[kind - 4], DType::bf16, w * rows, n, k, case_seed);
+      continue;
+    }
+    if (kind < 4) {
+      tilelink::AgGemmOptions opt;
+      opt.mode = tt::kAgModes[kind].mode;
+      opt.engine = tt::kAgModes[kind].engine;
+      tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, int64_t(1 + rng() % 192), n, k}, opt);
+    } else {
+      tt::call_reduce(ctx, variants[kind - 4], DType::bf16, a, b, c, w * int64_t(1 + rng() % 64), n, k);
+    }
+  }
+  ctx.synchronize("stress");
+  ctx.barrier();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int rc = 1;
+  try {
+    tilelink::MpiWorld world(&argc, &argv);
+    g_ctx = &world.context();
+    std::printf("tilelink MpiWorld: rank %d of %d on GPU %d (%d rank(s) on this GPU)\n", g_ctx->rank(),
+                g_ctx->num_ranks(), g_ctx->device(), g_ctx->ranks_on_device());
+    rc = RUN_ALL_TESTS();
+    g_ctx->barrier();
+    g_ctx = nullptr;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ops_mpi_test: %s\n", e.what());
+    rc = 2;
+  }
+  return rc;
+}
