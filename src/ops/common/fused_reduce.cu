@@ -45,7 +45,7 @@ void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, vo
                     cudaStream_t stream) {
   const ReduceParams<T> p{team, rb, static_cast<const T*>(partial), static_cast<T*>(stage),
                           static_cast<T*>(r.out), gemm_signals, unit_signals, ready, reads_done,
-                          reads_expected, r.algo, r.mode};
+                          reads_expected, r.algo, r.mode, reduce_worker_warps(rb.num_units(), blocks)};
   switch (p.algo) {
     case ReduceAlgo::ring: ring_reduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
     case ReduceAlgo::full_mesh: full_mesh_reduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
@@ -58,7 +58,7 @@ void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, vo
 // the GEMM on the side stream (fused); otherwise after it, on the caller's stream.
 void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool overlap) {
   const int world = ctx.num_ranks(), me = ctx.rank();
-  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(ctx));
+  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(ctx, r));
   const int gemm_sms = overlap ? ctx.sm_count() - comm_sms : ctx.sm_count();
   const gemm::GemmShape shape = gemm::packed({r.m, r.n, r.k});
   const gemm::GemmPlan plan = choose_op_plan(shape, r.dtype, gemm_sms);
@@ -128,9 +128,18 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
 
 }  // namespace
 
-int default_reduce_sms(const Context& ctx) {
-  // The paper's GEMM-RS gives the reduction ~16-20 SMs of a whole GPU; on a shared GPU a slice of
-  // the rank's share.
+int default_reduce_sms(const Context& ctx, const ReduceRequest& r) {
+  const int world = ctx.num_ranks();
+  if (ctx.ranks_on_device() == 1 && world > 1) {
+    // One GPU per rank (NVLink): give the reduction the SMs that balance its traffic against the
+    // GEMM. Measured on 2 H200s (docs/PERF.md, ring/push): K <= 2048 per rank wanted 32 SMs
+    // (1.38-1.48x over cuBLAS+NCCL; 16 SMs: 1.07-1.14x), K >= 3584 wanted 16 (1.04-1.23x;
+    // 32 SMs: 1.02-1.11x). Each rank moves (W-1)/W of its output per 2K flops per element, so K
+    // is scaled to the 2-rank traffic before the threshold.
+    const double k_at_two_ranks = double(r.k) * world / (2.0 * (world - 1));
+    return std::min(ctx.sm_count() / 4, k_at_two_ranks <= 2048 ? 32 : 16);
+  }
+  // Ranks sharing a GPU: the paper's ~16-20 SMs of a whole GPU, a slice of the rank's share.
   return std::clamp(ctx.sm_count() / 7, 1, 20);
 }
 

@@ -49,7 +49,7 @@ void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r);
 // (NCCL cannot run there), the engine's GEMM, then the reduction kernel (no overlap).
 void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r);
 
-// Reduction blocks used when the caller passes 0.
-int default_reduce_sms(const Context& ctx);
+// Reduction blocks used when the caller passes 0 (the rule is in fused_reduce.cu).
+int default_reduce_sms(const Context& ctx, const ReduceRequest& r);
 
 }  // namespace tilelink::ops

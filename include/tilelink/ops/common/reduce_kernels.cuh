@@ -53,9 +53,19 @@ struct ReduceParams {
   uint64_t reads_expected;
   ReduceAlgo algo;
   CommMode mode;
+  int32_t worker_warps;          // warps per worker (detail::Worker): reduce_worker_warps()
 };
 
 inline constexpr int kReduceThreads = 512;
+
+// Warps per reduction worker for `units` units on `blocks` blocks: one warp each while every warp
+// gets a unit, else the fewest warps that leave no worker idle (powers of two up to the block).
+inline int32_t reduce_worker_warps(int64_t units, int blocks) {
+  constexpr int32_t kWarpsPerBlock = kReduceThreads / 32;
+  int32_t warps = 1;
+  while (warps < kWarpsPerBlock && int64_t(blocks) * (kWarpsPerBlock / warps) > units) warps *= 2;
+  return warps;
+}
 
 #if defined(__CUDACC__)
 
@@ -69,22 +79,22 @@ TL_DEVICE T* at(T* base, int64_t ld, const Unit& u, int32_t row_base = 0) {
 
 // dst[unit] = sum of srcs[unit], fp32 accumulation in source order (so every algorithm's result
 // is a pure function of its inputs), 16-byte accesses (N and tile columns are multiples of 8).
-// Each thread keeps kLoadsInFlight independent loads per source in flight: across NVLink a load
+// Each lane keeps kLoadsInFlight independent loads per source in flight: across NVLink a load
 // takes microseconds, and one 16-byte load per thread at a time capped a 512-thread block at a
 // few GB/s (the reason the first fused reduce-scatter lost to NCCL over NVLink). Loads bypass L1
 // (.cg): the data was produced by other SMs or GPUs.
 inline constexpr int kLoadsInFlight = 4;
 
 template <class T, int kMaxSrc>
-TL_DEVICE void sum_unit_block(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst,
-                              int64_t ld_dst, int rows, int cols) {
+TL_DEVICE void sum_unit(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst, int64_t ld_dst,
+                        int rows, int cols, int lane, int lanes) {
   const int vecs = cols / 8, total = rows * vecs;
-  for (int first = threadIdx.x; first < total; first += blockDim.x * kLoadsInFlight) {
+  for (int first = lane; first < total; first += lanes * kLoadsInFlight) {
     int64_t src_off[kLoadsInFlight], dst_off[kLoadsInFlight];
     bool live[kLoadsInFlight];
 #pragma unroll
     for (int j = 0; j < kLoadsInFlight; ++j) {
-      const int i = first + j * blockDim.x, r = i / vecs, c = (i % vecs) * 8;
+      const int i = first + j * lanes, r = i / vecs, c = (i % vecs) * 8;
       live[j] = i < total;
       src_off[j] = int64_t(r) * ld_src + c;
       dst_off[j] = int64_t(r) * ld_dst + c;
@@ -104,6 +114,36 @@ TL_DEVICE void sum_unit_block(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t
       if (live[j]) *reinterpret_cast<uint4*>(dst + dst_off[j]) = Vec8<T>::pack(acc[j]);
   }
 }
+
+// A reduction worker is a group of `warps` warps (a power of two, 1-16) that takes whole units
+// and waits for, sums and publishes each on its own, so one unit's wait or publishing fence
+// (microseconds across NVLink) stalls one worker, not the block's other units. One warp per
+// worker when there are units for every warp (reduce-scatter of large M: 1.1-1.5x over a worker
+// per block, docs/PERF.md); wider workers when units are few (decode-sized all-reduce), so that
+// the bytes in flight per SM stay high. Workers take units in increasing order (worker w: w,
+// w + count, …), which keeps the cross-rank waits acyclic: a unit only waits for units of
+// earlier steps, and every worker reaches those first.
+struct Worker {
+  int32_t id, count, lane, lanes, barrier;
+  static TL_DEVICE Worker make(int32_t warps) {
+    const int32_t lanes = 32 * warps, per_block = int32_t(blockDim.x) / lanes;
+    const int32_t in_block = int32_t(threadIdx.x) / lanes;
+    // Named barrier 0 is __syncthreads'; workers of several warps use 1..per_block (<= 8).
+    return {int32_t(blockIdx.x) * per_block + in_block, int32_t(gridDim.x) * per_block,
+            int32_t(threadIdx.x) % lanes, lanes, 1 + in_block};
+  }
+  TL_DEVICE bool leader() const { return lane == 0; }
+  // The worker's accesses before are ordered before its accesses after (the leader's included).
+  TL_DEVICE void sync() const {
+    if (lanes == 32) __syncwarp();
+    else asm volatile("bar.sync %0, %1;" ::"r"(barrier), "r"(lanes) : "memory");
+  }
+  template <class T, int kMaxSrc>
+  TL_DEVICE void sum(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst, int64_t ld_dst,
+                     const Unit& u) const {
+    sum_unit<T, kMaxSrc>(srcs, nsrc, ld_src, dst, ld_dst, u.rows, u.cols, lane, lanes);
+  }
+};
 
 TL_DEVICE void wait_slot(const ll::Team& t, const uint64_t* slot, int64_t tile, const char* site) {
   ll::signal_wait_until<ll::Scope::sys>(t, slot, ll::Cmp::ge, t.epoch, ll::WaitSite{tile, site});
@@ -158,28 +198,29 @@ __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const Reduc
   const int32_t prev = (me + w - 1) % w, next = (me + 1) % w;
   const int64_t n = p.rb.n;
   const int32_t total = detail::units_in_steps(p.rb, me, 0, w);
-  for (int32_t item = blockIdx.x; item < total; item += gridDim.x) {
+  const detail::Worker wk = detail::Worker::make(p.worker_warps);
+  for (int32_t item = wk.id; item < total; item += wk.count) {
     int32_t s;
     Unit u;
     detail::locate(p.rb, me, 0, w, item, &s, &u);
     const bool last = s == w - 1;
     const int32_t slot = p.rb.unit_slot(u);
-    if (threadIdx.x == 0) {
+    if (wk.leader()) {
       detail::wait_slot(p.team, p.gemm_signals + p.rb.gemm_tile(u), p.rb.gemm_tile(u), "consumer_tile_wait");
       if (s > 0) detail::wait_slot(p.team, p.unit_signals + slot, slot, "peer_tile_wait");
       if (!last && p.mode == CommMode::push) tile::rank_wait(p.team, p.ready, prev);
     }
-    __syncthreads();
+    wk.sync();
     const T* srcs[2] = {detail::at(p.partial, n, u), nullptr};
     if (s > 0)
       srcs[1] = p.mode == CommMode::push ? detail::at<const T>(p.stage, n, u)
                                          : detail::at<const T>(ll::symm_at(p.team, p.stage, next), n, u);
     T* dst = last ? detail::at(p.out, n, u, me * p.rb.rows_per_rank())
                   : detail::at(p.mode == CommMode::push ? ll::symm_at(p.team, p.stage, prev) : p.stage, n, u);
-    detail::sum_unit_block<T, 2>(srcs, s > 0 ? 2 : 1, n, dst, n, u.rows, u.cols);
+    wk.sum<T, 2>(srcs, s > 0 ? 2 : 1, n, dst, n, u);
     if (!last) {
-      __syncthreads();
-      if (threadIdx.x == 0) {
+      wk.sync();
+      if (wk.leader()) {
         ll::fence_acq_rel_sys();
         ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, p.team.epoch, ll::SignalOp::max, prev);
       }
@@ -199,23 +240,24 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
   const int32_t own = p.rb.units_in_block(me);
   // push: first my partials of the other blocks (steps 0..w-2), then my own block (step w-1).
   const int32_t pushes = p.mode == CommMode::push ? detail::units_in_steps(p.rb, me, 0, w - 1) : 0;
-  for (int32_t item = blockIdx.x; item < pushes + own; item += gridDim.x) {
+  const detail::Worker wk = detail::Worker::make(p.worker_warps);
+  for (int32_t item = wk.id; item < pushes + own; item += wk.count) {
     if (item < pushes) {
       int32_t s;
       Unit u;
       detail::locate(p.rb, me, 0, w - 1, item, &s, &u);
       const int32_t b = u.block;
-      if (threadIdx.x == 0) {
+      if (wk.leader()) {
         detail::wait_slot(p.team, p.gemm_signals + p.rb.gemm_tile(u), p.rb.gemm_tile(u), "consumer_tile_wait");
         tile::rank_wait(p.team, p.ready, b);
       }
-      __syncthreads();
+      wk.sync();
       // Rank b's slot for me: [me][row - b*rpr][col] of its stage buffer.
       T* dst = detail::at(ll::symm_at(p.team, p.stage, b) + int64_t(me) * rpr * n, n, u, b * rpr);
       const T* srcs[1] = {detail::at(p.partial, n, u)};
-      detail::sum_unit_block<T, 1>(srcs, 1, n, dst, n, u.rows, u.cols);
-      __syncthreads();
-      if (threadIdx.x == 0) {
+      wk.sum<T, 1>(srcs, 1, n, dst, n, u);
+      wk.sync();
+      if (wk.leader()) {
         ll::fence_acq_rel_sys();
         ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(p.rb.unit_slot(u)) * w + me,
                                       p.team.epoch, ll::SignalOp::max, b);
@@ -224,7 +266,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
     }
     const Unit u = p.rb.unit(me, item - pushes);
     const int32_t slot = p.rb.unit_slot(u), t = p.rb.gemm_tile(u);
-    if (threadIdx.x == 0) {
+    if (wk.leader()) {
       for (int32_t q = 0; q < w; ++q) {
         if (p.mode == CommMode::push)
           detail::wait_slot(p.team, q == me ? p.gemm_signals + t : p.unit_signals + int64_t(slot) * w + q,
@@ -233,13 +275,13 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
           detail::wait_slot(p.team, p.gemm_signals + int64_t(t) * w + q, t, "peer_tile_wait");
       }
     }
-    __syncthreads();
+    wk.sync();
     const T* srcs[kMaxSrc] = {};
     for (int32_t q = 0; q < w; ++q) {
       if (p.mode == CommMode::pull) srcs[q] = detail::at<const T>(ll::symm_at(p.team, p.partial, q), n, u);
       else srcs[q] = q == me ? detail::at(p.partial, n, u) : detail::at<const T>(p.stage + int64_t(q) * rpr * n, n, u, me * rpr);
     }
-    detail::sum_unit_block<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u, me * rpr), n, u.rows, u.cols);
+    wk.sum<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u, me * rpr), n, u);
   }
   if (p.mode == CommMode::pull && w > 1) detail::finish_reads(p, 1, w - 1);
 }
@@ -256,7 +298,8 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
   const bool one_shot = p.algo == ReduceAlgo::one_shot;
   const int32_t own = one_shot ? p.rb.units_in_block(0) : p.rb.units_in_block(me);
   const int32_t total = one_shot ? own : detail::units_in_steps(p.rb, me, 0, w);
-  for (int32_t item = blockIdx.x; item < total; item += gridDim.x) {
+  const detail::Worker wk = detail::Worker::make(p.worker_warps);
+  for (int32_t item = wk.id; item < total; item += wk.count) {
     int32_t s;
     Unit u;
     bool reduce = true;
@@ -270,27 +313,26 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
     }
     const int32_t slot = p.rb.unit_slot(u), t = p.rb.gemm_tile(u);
     if (reduce) {
-      if (threadIdx.x == 0) {
+      if (wk.leader()) {
         for (int32_t q = 0; q < w; ++q)
           detail::wait_slot(p.team, p.gemm_signals + int64_t(t) * w + q, t, "peer_tile_wait");
         if (!one_shot)
           for (int32_t q = 0; q < w; ++q)
             if (q != me) tile::rank_wait(p.team, p.ready, q);
       }
-      __syncthreads();
+      wk.sync();
       const T* srcs[kMaxSrc] = {};
       for (int32_t q = 0; q < w; ++q) srcs[q] = detail::at<const T>(ll::symm_at(p.team, p.partial, q), n, u);
-      detail::sum_unit_block<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u), n, u.rows, u.cols);
+      wk.sum<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u), n, u);
       if (!one_shot) {
         // Broadcast the finished unit into every peer's stage buffer, then tell it.
-        __syncthreads();
+        wk.sync();
         const T* mine[1] = {detail::at<const T>(p.out, n, u)};
         for (int32_t q = 0; q < w; ++q)
           if (q != me)
-            detail::sum_unit_block<T, 1>(mine, 1, n, detail::at(ll::symm_at(p.team, p.stage, q), n, u), n,
-                                         u.rows, u.cols);
-        __syncthreads();
-        if (threadIdx.x == 0) {
+            wk.sum<T, 1>(mine, 1, n, detail::at(ll::symm_at(p.team, p.stage, q), n, u), n, u);
+        wk.sync();
+        if (wk.leader()) {
           ll::fence_acq_rel_sys();
           for (int32_t q = 0; q < w; ++q)
             if (q != me)
@@ -299,11 +341,11 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
         }
       }
     } else {
-      if (threadIdx.x == 0)
+      if (wk.leader())
         detail::wait_slot(p.team, p.unit_signals + int64_t(slot) * w + u.block, slot, "peer_tile_wait");
-      __syncthreads();
+      wk.sync();
       const T* srcs[1] = {detail::at<const T>(p.stage, n, u)};
-      detail::sum_unit_block<T, 1>(srcs, 1, n, detail::at(p.out, n, u), n, u.rows, u.cols);
+      wk.sum<T, 1>(srcs, 1, n, detail::at(p.out, n, u), n, u);
     }
   }
   if (w > 1) detail::finish_reads(p, 1, w - 1);

@@ -59,6 +59,11 @@ struct RowBlocks {
   TL_HOST_DEVICE int32_t unit_slot(const Unit& u) const {
     return (u.m_blk + u.block) * grid.tiles_n + u.n_blk;
   }
+  TL_HOST_DEVICE int32_t num_units() const {
+    int32_t n = 0;
+    for (int32_t b = 0; b < world; ++b) n += units_in_block(b);
+    return n;
+  }
   TL_HOST_DEVICE int32_t num_unit_slots() const { return (grid.tiles_m + world) * grid.tiles_n; }
   TL_HOST_DEVICE int32_t gemm_tile(const Unit& u) const { return grid.tile(u.m_blk, u.n_blk); }
 };
