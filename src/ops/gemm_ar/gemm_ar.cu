@@ -8,23 +8,34 @@ namespace {
 constexpr const char* kOp = "gemm_ar";
 }  // namespace
 
-// Rules measured on the H200 with 8 in-process ranks (docs/PERF.md, "gemm_ar"), N 8192,
-// K 3584 per rank: at M = 128 the decomposed path won (one_shot 0.87x, two_shot 0.38x); from
-// M = 256 up two_shot won (1.25x at 256, 1.42-1.67x from 512), one_shot was ~1.0x. So: fused
-// two_shot once every rank's block has >= 32 rows, decomposed below. Below that, and for rows
-// that do not split evenly across the ranks, one_shot (also the reduction the decomposed path
-// runs when ranks share a GPU: two_shot there measured 0.59x of it at M = 128).
+// Rules measured on the H200 (docs/PERF.md, "gemm_ar"), N 8192, K 3584 per rank:
+//  * 8 ranks sharing a GPU: fused two_shot won from M = 128 (16 rows per rank: 1.16x over the GEMM
+//    followed by the one-shot reduction; 1.26x at 256, 1.60-1.65x from 512); one_shot was ~1.0x.
+//    So: two_shot once every rank's block has >= 16 rows; one_shot below and for rows that do
+//    not split evenly across the ranks.
+//  * one GPU per rank (2 H200s over NVLink): GEMM + NCCL all-reduce won from M = 256 (fused
+//    one/two-shot 0.76-0.99x of it); at M = 128 fused one_shot won (1.17x): every rank pulls its
+//    peers' partials, one hop, where NCCL pays its launch and protocol latency. So: fused
+//    one_shot while the bytes each rank pulls, M*N*2*(W-1), stay within 2 MiB.
+namespace {
+constexpr double kOneShotPullBytes = 2.0 * 1024 * 1024;
+bool one_gpu_per_rank_one_shot(const Context& ctx, const GemmArArgs& a) {
+  const double bytes = double(a.m) * double(a.n) * double(dtype_size(a.dtype)) * (ctx.num_ranks() - 1);
+  return bytes <= kOneShotPullBytes;
+}
+}  // namespace
+
 ArAlgo gemm_ar_choose_algo(const Context& ctx, const GemmArArgs& a) {
   const int64_t w = ctx.num_ranks();
-  return a.m % w == 0 && a.m >= 32 * w ? ArAlgo::two_shot : ArAlgo::one_shot;
+  if (ctx.ranks_on_device() == 1 && w > 1) return ArAlgo::one_shot;  // fused or decomposed: see path
+  return a.m % w == 0 && a.m >= 16 * w ? ArAlgo::two_shot : ArAlgo::one_shot;
 }
 
 ReducePath gemm_ar_choose_path(const Context& ctx, const GemmArArgs& a) {
   if (ctx.num_ranks() == 1) return ReducePath::fused;
-  // One GPU per rank (2 H200s over NVLink): GEMM + NCCL all-reduce won at every M (the fused
-  // one/two-shot reached 0.49-0.95x of it), so the decomposed path is chosen there.
-  if (ctx.ranks_on_device() == 1) return ReducePath::decomposed;
-  return a.m >= 32 * int64_t(ctx.num_ranks()) ? ReducePath::fused : ReducePath::decomposed;
+  if (ctx.ranks_on_device() == 1)
+    return one_gpu_per_rank_one_shot(ctx, a) ? ReducePath::fused : ReducePath::decomposed;
+  return a.m >= 16 * int64_t(ctx.num_ranks()) ? ReducePath::fused : ReducePath::decomposed;
 }
 
 void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {

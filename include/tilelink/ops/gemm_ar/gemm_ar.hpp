@@ -5,7 +5,7 @@
 // Fused: the GEMM publishes each tile to every rank; one_shot — every rank reads all partials of
 // every tile and sums them (fewest hops, best for small M); two_shot — each rank reduces its M/W
 // rows (full-mesh pull) and broadcasts the sum (half the traffic, better for larger M).
-// Decomposed: GEMM then all-reduce (NCCL when every rank has its own GPU).
+// Decomposed: GEMM then all-reduce (cuBLAS + NCCL when every rank has its own GPU).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 // GEMM publishes each output tile as it is stored, and a reduction kernel on a few SMs consumes
 // the tiles in the GEMM's order (each rank starts on the rows its ring neighbour needs first),
 // sums partials in fp32 and moves them: ring or full-mesh, push or pull. Decomposed: the GEMM,
-// then a reduce-scatter (NCCL when every rank has its own GPU, else tilelink's reduction kernel).
+// then a reduce-scatter (cuBLAS + NCCL when every rank has its own GPU, else tilelink's reduction kernel).
 //
 //   tilelink::GemmRsArgs args{DType::bf16, a, b, c, m, n, k};
 //   tilelink::gemm_rs(ctx, args);     // options.path = automatic | fused | decomposed
@@ -37,7 +37,7 @@ struct GemmRsOptions {
   ReducePath path = ReducePath::automatic;
   RsAlgo algo = RsAlgo::automatic;  // automatic also picks `mode` (gemm_rs_choose_algo)
   CommMode mode = CommMode::push;
-  int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, ~16-20 on a whole GPU)
+  int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, 16-32 on a whole GPU)
 };
 
 // What `automatic` picks for this shape on this context (documented in docs/OPS.md).
