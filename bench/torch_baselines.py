@@ -6,7 +6,8 @@ async-TP (torch.ops.symm_mem fused ops), on the REFERENCE.md shapes.
 
 Prints, per shape: the GEMM alone, the collective alone, sequential, async-TP, in ms (median of
 --iters timed calls after warm-up, CUDA events, all ranks synchronised per sample; each sample is
-the slowest rank's time). Compare with `mpirun -np N build/bin/tilelink-bench <op> --mpi` in the
+the slowest rank's time; the launches are queued behind a GPU spin so Python's launch latency is
+not counted). Compare with `mpirun -np N build/bin/tilelink-bench <op> --mpi` in the
 same session. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 """
 import argparse
@@ -34,6 +35,9 @@ def timed(fn, iters, warmup=3):
     for _ in range(iters):
         dist.barrier()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # ~0.5 ms of GPU spin first: Python enqueues the call while the GPU is busy, so the events
+        # time the GPU work, not Python's launch latency (which would flatter tilelink).
+        torch.cuda._sleep(1_000_000)
         start.record()
         fn()
         end.record()

@@ -34,6 +34,8 @@ int run(const Args& args) {
   const OpBenchOptions opt = op_bench_options(args);
   const DType dt = opt.dtype;
   const TimingOptions& topt = opt.timing;
+  const int comm_sms = int(args.get_int("comm-sms", 0));      // 0: the op's default
+  const int chunk_rows = int(args.get_int("chunk-rows", 0));  // 0: the op's default
   const auto& shapes = args.get("shapes", "reference") == "small" ? kSmallShapes : kReferenceShapes;
   const std::string header = std::string("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, ") + dtype_name(dt) +
                              "; median of " + std::to_string(topt.samples) + " interleaved samples";
@@ -62,6 +64,8 @@ int run(const Args& args) {
           o.mode = mode;
           o.engine = engine;
           o.communicate = communicate;
+          o.comm_sms = comm_sms;
+          o.chunk_rows = chunk_rows;
           ag_gemm(ctx, {dt, d.a, d.b, d.c, m_per_rank, n, k}, o);
         };
       };

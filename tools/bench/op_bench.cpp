@@ -53,6 +53,11 @@ std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candid
     for (int s = 0; s < opt.samples; ++s) {
       for (size_t c = 0; c < cands.size(); ++c) {
         ctx.barrier();  // every rank starts the sample together
+        // One GPU per rank: time GPU work only, as the PyTorch baselines do. Not with ranks
+        // sharing a GPU: queueing every rank's whole call at once there can starve the side
+        // stream's copy of this rank's rows of SMs (pull/sm, 8 ranks: a bounded-wait error in 1
+        // of 2 runs, docs/PERF.md "Known issues"), and no baseline there needs the correction.
+        if (ctx.ranks_on_device() == 1) gpu_spin(st, 300);
         TL_CUDA_CHECK(cudaEventRecord(e0, st));
         for (int i = 0; i < opt.reps; ++i) cands[c].call(ctx);
         TL_CUDA_CHECK(cudaEventRecord(e1, st));

@@ -48,7 +48,12 @@ struct TimingOptions {
   int reps = 3;      // calls per sample
 };
 
-// Median ms per call of each candidate (slowest rank per sample).
+// Keeps `stream` busy for about `microseconds` (gpu_spin.cu).
+void gpu_spin(cudaStream_t stream, int microseconds);
+
+// Median ms per call of each candidate (slowest rank per sample). With one GPU per rank each
+// sample's calls are enqueued behind a GPU spin, so host launch latency is not timed (as in the
+// PyTorch baselines).
 std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candidate>& cands,
                                      const TimingOptions& opt);
 
