@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures on a machine with several GPUs (issue 5), from an existing build: the GPU tests (their
-# in-process worlds put rank r on GPU r % #GPUs), the multi-process benchmarks (one process per
-# GPU under mpirun), and the PyTorch baselines (torchrun), all logged to LOG_DIR.
+# in-process worlds put rank r on GPU r % #GPUs), the multi-process tests and benchmarks (one
+# process per GPU under mpirun), and the PyTorch baselines (torchrun), all logged to LOG_DIR.
 #
 #   scripts/multi_gpu.sh [LOG_DIR]          (TILELINK_BUILD_DIR selects the build, default build/)
 set -uo pipefail
@@ -17,6 +17,12 @@ nvidia-smi topo -m >> "$logs/gpus.txt" 2>&1
 ctest --test-dir "$build" -L gpu --output-on-failure 2>&1 | tee "$logs/ctest.log"
 mpi=(mpirun -np "$n" --allow-run-as-root --oversubscribe --bind-to none
      -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS)
+# The multi-process tests at the machine's world size, one process per GPU (ctest runs them with
+# two processes sharing a GPU).
+for t in ll_mpi_test ops_mpi_test; do
+  echo "== mpirun -np $n $t"
+  timeout 300 "${mpi[@]}" "$build/bin/$t" --gtest_color=no 2>&1 | tee "$logs/$t.log" | grep -E "PASSED|FAILED|Failure"
+done
 for cmd in primitives ag_gemm gemm_rs gemm_ar; do
   echo "== mpirun -np $n tilelink-bench $cmd --mpi"
   "${mpi[@]}" "$build/bin/tilelink-bench" "$cmd" --mpi --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt"

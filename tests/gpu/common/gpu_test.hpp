@@ -8,6 +8,7 @@
 //             expected result of a peer's data is computed on the host without a download;
 //             poison_device() before a run; bytes_equal() compares bitwise and names the first
 //             mismatches.
+//   MPI:      run_tests_in_mpi_world() is the main() of the multi-process tests (mpirun).
 //   Children: run_self_as_child() re-executes this test binary on one gtest filter with extra
 //             environment, bounded in time, capturing its output: for tests whose failure mode
 //             is a device trap (which kills the CUDA context, so it cannot run in-process).
@@ -96,5 +97,11 @@ ChildResult run_self_as_child(const std::string& gtest_filter,
                               double timeout_s);
 // Whether the environment variable `name` is set to a non-empty value other than "0".
 bool env_flag(const char* name);
+
+// ---- multi-process tests --------------------------------------------------------------------------
+// The main() of a test binary run under mpirun: creates the MpiWorld, points *ctx at its context
+// for the tests, runs them, and ends with a barrier so no rank leaves while a peer still maps its
+// heap. Returns the exit code (2 when the world itself failed, with `name` in the message).
+int run_tests_in_mpi_world(int argc, char** argv, const char* name, Context** ctx);
 
 }  // namespace tilelink::test

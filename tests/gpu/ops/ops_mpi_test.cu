@@ -229,20 +229,4 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  int rc = 1;
-  try {
-    tilelink::MpiWorld world(&argc, &argv);
-    g_ctx = &world.context();
-    std::printf("tilelink MpiWorld: rank %d of %d on GPU %d (%d rank(s) on this GPU)\n", g_ctx->rank(),
-                g_ctx->num_ranks(), g_ctx->device(), g_ctx->ranks_on_device());
-    rc = RUN_ALL_TESTS();
-    g_ctx->barrier();
-    g_ctx = nullptr;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ops_mpi_test: %s\n", e.what());
-    rc = 2;
-  }
-  return rc;
-}
+int main(int argc, char** argv) { return tt::run_tests_in_mpi_world(argc, argv, "ops_mpi_test", &g_ctx); }
