@@ -58,7 +58,7 @@ void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, vo
 // the GEMM on the side stream (fused); otherwise after it, on the caller's stream.
 void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool overlap) {
   const int world = ctx.num_ranks(), me = ctx.rank();
-  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(ctx, r));
+  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(topology_of(ctx), r.k));
   const int gemm_sms = overlap ? ctx.sm_count() - comm_sms : ctx.sm_count();
   const gemm::GemmShape shape = gemm::packed({r.m, r.n, r.k});
   const gemm::GemmPlan plan = choose_op_plan(shape, r.dtype, gemm_sms);
@@ -127,21 +127,6 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
 }
 
 }  // namespace
-
-int default_reduce_sms(const Context& ctx, const ReduceRequest& r) {
-  const int world = ctx.num_ranks();
-  if (ctx.ranks_on_device() == 1 && world > 1) {
-    // One GPU per rank (NVLink): give the reduction the SMs that balance its traffic against the
-    // GEMM. Measured on 2 H200s (docs/PERF.md, ring/push): K <= 2048 per rank wanted 32 SMs
-    // (1.38-1.48x over cuBLAS+NCCL; 16 SMs: 1.07-1.14x), K >= 3584 wanted 16 (1.04-1.23x;
-    // 32 SMs: 1.02-1.11x). Each rank moves (W-1)/W of its output per 2K flops per element, so K
-    // is scaled to the 2-rank traffic before the threshold.
-    const double k_at_two_ranks = double(r.k) * world / (2.0 * (world - 1));
-    return std::min(ctx.sm_count() / 4, k_at_two_ranks <= 2048 ? 32 : 16);
-  }
-  // Ranks sharing a GPU: the paper's ~16-20 SMs of a whole GPU, a slice of the rank's share.
-  return std::clamp(ctx.sm_count() / 7, 1, 20);
-}
 
 void validate_reduce(const Context& ctx, const ReduceRequest& r) {
   const char* op = r.op;

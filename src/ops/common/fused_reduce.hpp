@@ -7,9 +7,11 @@
 #include <memory>
 #include <string>
 
+#include "ops/common/rules.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
+#include "tilelink/ops/topology.hpp"
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/common/reduce_kernels.cuh"
 #include "tilelink/runtime/context.hpp"
@@ -48,8 +50,5 @@ void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r);
 // reduce-scatter / all-reduce (what a user writes without tilelink); when ranks share a GPU
 // (NCCL cannot run there), the engine's GEMM, then the reduction kernel (no overlap).
 void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r);
-
-// Reduction blocks used when the caller passes 0 (the rule is in fused_reduce.cu).
-int default_reduce_sms(const Context& ctx, const ReduceRequest& r);
 
 }  // namespace tilelink::ops

@@ -13,27 +13,6 @@ ops::ReduceRequest request(const GemmRsArgs& a, const GemmRsOptions& o, RsSchedu
 }
 }  // namespace
 
-ReducePath gemm_rs_choose_path(const Context& ctx, const GemmRsArgs& a) {
-  // Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md):
-  //  * one GPU per rank (2 H200s over NVLink): fused ring/push won on every REFERENCE.md shape
-  //    with its default SMs (1.23-1.48x over cuBLAS + NCCL reduce-scatter at K <= 2048 per rank,
-  //    1.04-1.23x above);
-  //  * ranks sharing a GPU (8 in-process ranks): fused ring/push won on every shape (1.28-1.42x
-  //    over the GEMM followed by the same reduction);
-  //  * in both, below ~10 GFLOP per rank a GEMM is too short to hide the reducer's fixed costs.
-  if (ctx.num_ranks() == 1) return ReducePath::fused;
-  const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
-  return (a.m / ctx.num_ranks() >= 64 && flops >= 1e10) ? ReducePath::fused : ReducePath::decomposed;
-}
-
-// Ring/push in both regimes (docs/PERF.md, reduction workers of one warp):
-//  * one GPU per rank (2 H200s): 1.17-1.27x over full-mesh push and 1.35-1.52x over full-mesh
-//    pull at the default SMs — remote stores only, no remote loads, and each unit is summed as
-//    soon as the one predecessor arrived (full mesh waits for every peer's slot);
-//  * ranks sharing a GPU (8 in-process ranks): 1.06-1.51x over full-mesh pull, the best of the
-//    rest (before the reduction worked in warps, full-mesh pull led by 1.5-2.6x).
-RsSchedule gemm_rs_choose_algo(const Context&) { return RsSchedule{RsAlgo::ring, CommMode::push}; }
-
 void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
   const RsSchedule sched = o.algo == RsAlgo::automatic ? gemm_rs_choose_algo(ctx) : RsSchedule{o.algo, o.mode};
   const ops::ReduceRequest r = request(a, o, sched);

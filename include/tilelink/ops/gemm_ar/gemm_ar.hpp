@@ -35,8 +35,15 @@ struct GemmArOptions {
   int comm_sms = 0;
 };
 
-ReducePath gemm_ar_choose_path(const Context& ctx, const GemmArArgs& args);
-ArAlgo gemm_ar_choose_algo(const Context& ctx, const GemmArArgs& args);
+// What `automatic` picks for this shape on this topology (the rules of docs/OPS.md).
+ReducePath gemm_ar_choose_path(const Topology& topo, const GemmArArgs& args);
+ArAlgo gemm_ar_choose_algo(const Topology& topo, const GemmArArgs& args);
+inline ReducePath gemm_ar_choose_path(const Context& ctx, const GemmArArgs& args) {
+  return gemm_ar_choose_path(topology_of(ctx), args);
+}
+inline ArAlgo gemm_ar_choose_algo(const Context& ctx, const GemmArArgs& args) {
+  return gemm_ar_choose_algo(topology_of(ctx), args);
+}
 
 void gemm_ar(Context& ctx, const GemmArArgs& args, const GemmArOptions& options = {});
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "tilelink/ops/common.hpp"
+#include "tilelink/ops/topology.hpp"
 #include "tilelink/runtime/context.hpp"
 
 namespace tilelink {
@@ -40,13 +41,17 @@ struct GemmRsOptions {
   int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, 16-32 on a whole GPU)
 };
 
-// What `automatic` picks for this shape on this context (documented in docs/OPS.md).
-ReducePath gemm_rs_choose_path(const Context& ctx, const GemmRsArgs& args);
+// What `automatic` picks for this shape on this topology (the rules of docs/OPS.md).
 struct RsSchedule {
   RsAlgo algo;
   CommMode mode;
 };
-RsSchedule gemm_rs_choose_algo(const Context& ctx);
+ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& args);
+RsSchedule gemm_rs_choose_algo(const Topology& topo);
+inline ReducePath gemm_rs_choose_path(const Context& ctx, const GemmRsArgs& args) {
+  return gemm_rs_choose_path(topology_of(ctx), args);
+}
+inline RsSchedule gemm_rs_choose_algo(const Context& ctx) { return gemm_rs_choose_algo(topology_of(ctx)); }
 
 void gemm_rs(Context& ctx, const GemmRsArgs& args, const GemmRsOptions& options = {});
 
