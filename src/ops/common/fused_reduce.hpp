@@ -11,7 +11,6 @@
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
-#include "tilelink/ops/topology.hpp"
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/common/reduce_kernels.cuh"
 #include "tilelink/runtime/context.hpp"

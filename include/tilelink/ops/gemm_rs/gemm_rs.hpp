@@ -6,7 +6,8 @@
 // GEMM publishes each output tile as it is stored, and a reduction kernel on a few SMs consumes
 // the tiles in the GEMM's order (each rank starts on the rows its ring neighbour needs first),
 // sums partials in fp32 and moves them: ring or full-mesh, push or pull. Decomposed: the GEMM,
-// then a reduce-scatter (cuBLAS + NCCL when every rank has its own GPU, else tilelink's reduction kernel).
+// then a reduce-scatter (cuBLAS + NCCL when every rank has its own GPU, else the engine's GEMM
+// and tilelink's reduction kernel).
 //
 //   tilelink::GemmRsArgs args{DType::bf16, a, b, c, m, n, k};
 //   tilelink::gemm_rs(ctx, args);     // options.path = automatic | fused | decomposed
