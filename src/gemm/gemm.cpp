@@ -111,26 +111,34 @@ double wave_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
 // K <= 2048: the median over the REFERENCE.md shapes of (best ratio to cuBLAS) / wave_efficiency,
 // from `tilelink-bench gemm --sweep` on the H200 (2026-11-29, docs/PERF.md). The 128x176,
 // 256x112, 128x144 and 128x224 tiles measured 0.4-0.7x cuBLAS there and were dropped.
-// pp_64x128 (decode-sized M) was not in that sweep: its prior is a guess below the 128-row tiles.
+// pp_64x128_c2x1 is fitted to the decode-sized-M sweep instead (M = 128, N 8192, K 3584).
 struct Prior {
   GemmConfig config;
   double long_k, short_k;
+  int64_t max_m = 0;          // > 0: the values above were measured up to this M only...
+  double beyond_max_m = 0.0;  // ...and this one applies above it
 };
 constexpr Prior kPriors[] = {
     {GemmConfig::coop_128x256_c2x1, 1.041, 1.004}, {GemmConfig::coop_128x256_c1x1, 1.041, 0.992},
     {GemmConfig::pp_128x192_c2x1, 1.069, 1.068},   {GemmConfig::pp_128x128_c2x1, 1.039, 1.043},
     {GemmConfig::pp_128x128_c1x2, 1.02, 1.02},  // at its best raster (along_m) a bit below c2x1
-    // Decode-sized M only (M = 128: 0.82x cuBLAS at wave efficiency 0.97, `gemm --sweep` 2026-11-29).
-    {GemmConfig::pp_64x128_c1x2, 0.83, 0.83},
+    // Decode-sized M: 0.96x cuBLAS at M = 128 (wave efficiency 0.97), `gemm --sweep --shapes decode`,
+    // third session. Its 2x1 cluster multicasts each B tile to both 64-row tiles: decode GEMMs are
+    // bound by reading B, and the 1x2 cluster (B read twice through L2) reached only 0.80x.
+    // Above decode sizes (unmeasured there) it stays below every 128-row tile.
+    {GemmConfig::pp_64x128_c2x1, 0.99, 0.99, 512, 0.83},
     {GemmConfig::coop_256x128_c1x2, 1.041, 1.001}, {GemmConfig::coop_128x192_c2x1, 1.038, 0.992},
     {GemmConfig::coop_128x256_c1x2, 1.037, 0.999}, {GemmConfig::coop_256x128_c2x1, 1.041, 0.993},
-    {GemmConfig::coop_128x128_c2x1, 1.024, 0.952},
+    {GemmConfig::coop_128x128_c2x1, 1.024, 0.952}, {GemmConfig::pp_64x128_c1x2, 0.83, 0.83},
 };
 
 double throughput_prior(GemmConfig cfg, const GemmShape& s) {
   const bool short_k = s.K <= 2048;
-  for (const Prior& p : kPriors)
-    if (p.config == cfg) return short_k ? p.short_k : p.long_k;
+  for (const Prior& p : kPriors) {
+    if (p.config != cfg) continue;
+    if (p.max_m > 0 && s.M > p.max_m) return p.beyond_max_m;
+    return short_k ? p.short_k : p.long_k;
+  }
   // Configs without a fitted prior (sweep set, when allowed): by tile area.
   const GemmConfigInfo& c = config_info(cfg);
   if (c.schedule == GemmSchedule::pp) return 0.90;

@@ -15,8 +15,15 @@ g::GemmPlan plan(int64_t m, int64_t n, int64_t k, int sms = 132) {
 }
 
 TEST(GemmHeuristic, DecodeSizedMUsesSmallTilesAndNoSwizzle) {
-  // M = 128: one row of 64-row tiles fills the grid; 128-row clustered tiles would leave half idle.
-  EXPECT_EQ(plan(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c1x2);
+  // M = 128: one row of 64-row tiles fills the grid; 128-row clustered tiles would leave half
+  // idle. The 2x1 cluster shares each B tile between the two 64-row tiles (0.96x cuBLAS; the 1x2
+  // cluster, reading B twice, 0.80x).
+  const g::GemmPlan p128 = plan(128, 8192, 3584);
+  EXPECT_EQ(p128.config, g::GemmConfig::pp_64x128_c2x1);
+  EXPECT_EQ(p128.raster, g::Raster::along_n);
+  EXPECT_EQ(p128.swizzle, 1);
+  // Fewer N tiles (decode AG-GEMM, N = 28672 / 8): 64-row tiles still, 0.93x vs 0.69x for the 1x2 cluster.
+  EXPECT_EQ(plan(256, 3584, 8192).config, g::GemmConfig::pp_64x128_c2x1);
   // M = 256: one row of 2x1 clusters of 128x128 tiles; swizzle 2 there idled half the grid
   // (0.61x cuBLAS measured, 0.93x with swizzle 1).
   const g::GemmPlan p256 = plan(256, 8192, 3584);

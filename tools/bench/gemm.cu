@@ -5,7 +5,7 @@
 //                                       best per shape re-measured; prints the table the
 //                                       heuristic is fitted to
 //   tilelink-bench gemm --with-hooks    cost of world-size-1 signal hooks (eager / deferred)
-// Flags: --shapes ag|rs|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
+// Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (sweep subset)  --sets N (input buffer sets, >= 2)  --sm-budget N
 //        --csv FILE  --no-check
 //
@@ -66,8 +66,12 @@ std::vector<BenchShape> reference_shapes(const std::string& which) {
   const std::vector<BenchShape> rs = {{"rs", 8192, 4096, 1376}, {"rs", 8192, 4096, 1792},
                                       {"rs", 8192, 3584, 1792}, {"rs", 8192, 4608, 4608},
                                       {"rs", 8192, 8192, 3584}, {"rs", 8192, 8192, 3696}};
+  // Decode-sized GEMM-AR per rank (N 8192, K 28672 / 8): REFERENCE.md's small-M set.
+  std::vector<BenchShape> decode;
+  for (int64_t m : {128, 256, 512, 1024, 2048}) decode.push_back({"decode", m, 8192, 3584});
   if (which == "ag") return ag;
   if (which == "rs") return rs;
+  if (which == "decode") return decode;
   if (which == "all" || which.empty()) {
     std::vector<BenchShape> v = ag;
     v.insert(v.end(), rs.begin(), rs.end());

@@ -93,6 +93,26 @@ struct Kernel {
                                                           HookedSchedulerTag<Hooks>>;
 };
 
+// A cluster launch: the config and its one attribute live together (cfg.attrs points into it).
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr{};
+  ClusterLaunch(int cluster_m, int cluster_n, dim3 grid, dim3 block, int smem_bytes, cudaStream_t stream) {
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cluster_m;
+    attr.val.clusterDim.y = cluster_n;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem_bytes;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // Per-device, per-kernel one-time setup: the dynamic smem attribute and the number of clusters
 // that fit on an empty device.
 struct DeviceOnce {
@@ -137,18 +157,9 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
     cudaError_t e = cudaFuncSetAttribute(kernel_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
     TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: cudaFuncSetAttribute(", smem_bytes,
                " B smem) failed: ", cudaGetErrorString(e));
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = info.cluster_m;
-    attr.val.clusterDim.y = info.cluster_n;
-    attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(info.cluster_m, info.cluster_n, 1);
-    cfg.blockDim = GemmKernel::get_block_shape();
-    cfg.dynamicSmemBytes = smem_bytes;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    e = cudaOccupancyMaxActiveClusters(&max_clusters, kernel_fn, &cfg);
+    const detail::ClusterLaunch one(info.cluster_m, info.cluster_n, dim3(info.cluster_m, info.cluster_n, 1),
+                                    GemmKernel::get_block_shape(), smem_bytes, nullptr);
+    e = cudaOccupancyMaxActiveClusters(&max_clusters, kernel_fn, &one.cfg);
     if (e != cudaSuccess || max_clusters <= 0) {
       (void)cudaGetLastError();
       max_clusters = device_sms / cluster_size;
@@ -209,19 +220,8 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
   const dim3 grid = GemmKernel::get_grid_shape(params);
   const dim3 block = GemmKernel::get_block_shape();
 
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = info.cluster_m;
-  attr.val.clusterDim.y = info.cluster_n;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem_bytes;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel_fn, params);
+  const detail::ClusterLaunch launch(info.cluster_m, info.cluster_n, grid, block, smem_bytes, stream);
+  const cudaError_t e = cudaLaunchKernelEx(&launch.cfg, kernel_fn, params);
   TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: launch failed (grid ", grid.x, "x", grid.y, "x", grid.z,
              ", ", smem_bytes, " B smem): ", cudaGetErrorString(e));
 }

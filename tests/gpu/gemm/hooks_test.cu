@@ -177,5 +177,7 @@ void hooks_suite() {
 // The instantiated (mode, config) pairs: keep in sync with tests/gpu/gemm/CMakeLists.txt.
 TEST(GemmHooks, DeferredCoop128x256Cluster2x1) { hooks_suite<false, GemmConfig::coop_128x256_c2x1>(); }
 TEST(GemmHooks, DeferredPingpong128x192Cluster2x1) { hooks_suite<false, GemmConfig::pp_128x192_c2x1>(); }
-TEST(GemmHooks, DeferredPingpong64x128Cluster1x2) { hooks_suite<false, GemmConfig::pp_64x128_c1x2>(); }
+TEST(GemmHooks, DeferredPingpong64x128Cluster2x1) { hooks_suite<false, GemmConfig::pp_64x128_c2x1>(); }
 TEST(GemmHooks, EagerPingpong128x128Cluster2x1) { hooks_suite<true, GemmConfig::pp_128x128_c2x1>(); }
+// A 1x2 cluster: the N-spare CTA at the ragged N edge multicasts its share of A to its partner.
+TEST(GemmHooks, EagerPingpong128x128Cluster1x2) { hooks_suite<true, GemmConfig::pp_128x128_c1x2>(); }
