@@ -1,8 +1,11 @@
-// The automatic choices of gemm_rs and gemm_ar (docs/OPS.md), on the topologies and shapes they
+// The automatic choices of ag_gemm, gemm_rs and gemm_ar (docs/OPS.md), on the topologies and shapes they
 // were measured on (docs/PERF.md): a change to a threshold shows up here, next to its evidence.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "ops/common/rules.hpp"
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 
@@ -35,6 +38,26 @@ TEST(OpRules, GemmRsFusedRingPushOnEveryReferenceShape) {
   // Too little work per rank to hide the reducer's fixed costs: GEMM, then the collective.
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(64, 4096, 1376)), ReducePath::decomposed);
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(2048, 1024, 512)), ReducePath::decomposed);
+}
+
+TEST(OpRules, AgGemmFusedOnlyWhereTheGemmHidesTheGather) {
+  auto ag = [](int64_t m, int64_t n, int64_t k, const Topology& t) {
+    return tilelink::ag_gemm_choose_path(t, {DType::bf16, nullptr, nullptr, nullptr, m / t.world, n, k});
+  };
+  using tilelink::OpPath;
+  // 2 H200s (docs/PERF.md, third session): fused won at M = 8192 for N/8 >= 3584 and at
+  // M = 2048, N/8 = 6656; NCCL + cuBLAS won the smaller N at M = 8192 and every M <= 512.
+  for (const auto& s : {std::array<int64_t, 3>{8192, 3584, 8192}, {8192, 6656, 16384}, {8192, 3696, 8192},
+                        {2048, 6656, 16384}})
+    EXPECT_EQ(ag(s[0], s[1], s[2], kTwoGpus), OpPath::fused) << s[0] << "x" << s[1] << "x" << s[2];
+  for (const auto& s : {std::array<int64_t, 3>{8192, 1376, 4096}, {8192, 1792, 4096}, {2048, 3696, 8192},
+                        {2048, 1376, 4096}, {512, 6656, 16384}, {128, 3584, 8192}})
+    EXPECT_EQ(ag(s[0], s[1], s[2], kTwoGpus), OpPath::decomposed) << s[0] << "x" << s[1] << "x" << s[2];
+  // 4 H200s: fused won every M = 8192 reference shape, N/8 = 1376 included (1.12x).
+  EXPECT_EQ(ag(8192, 1376, 4096, kFourGpus), OpPath::fused);
+  // Ranks sharing a GPU: the whole gather, then cuBLAS; one rank: the engine.
+  EXPECT_EQ(ag(8192, 3584, 8192, kEightSharing), OpPath::decomposed);
+  EXPECT_EQ(ag(128, 128, 128, kOneRank), OpPath::fused);
 }
 
 TEST(OpRules, ReductionSmsBalanceTrafficAgainstTheGemm) {

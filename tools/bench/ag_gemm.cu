@@ -4,7 +4,9 @@
 // shape. World N (in-process ranks on the visible GPUs; all on one GPU when there is one): every
 // mode against "copy, then cuBLAS" (each rank gathers with cudaMemcpyAsync, then cuBLAS), plus the
 // copy alone and the GEMM alone, for % of ideal = max(T_gemm, T_copy) / T_op.
-// Shapes: REFERENCE.md AG-GEMM (global M, N, K), with each rank's B the N/8 shard of TP8.
+// Shapes: REFERENCE.md AG-GEMM (global M, N, K), with each rank's B the N/8 shard of TP8;
+// --shapes small | decode (M 128, 512, 2048 on the same N, K). "decomposed": the op's own
+// gather-then-cuBLAS path; "auto": default options (the rule's choice).
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -24,6 +26,13 @@ struct Shape {
 const std::vector<Shape> kReferenceShapes = {
     {8192, 11008, 4096}, {8192, 14336, 4096}, {8192, 28672, 8192}, {8192, 53248, 16384}, {8192, 29568, 8192}};
 const std::vector<Shape> kSmallShapes = {{2048, 11008, 4096}, {1024, 28672, 8192}};
+// Decode-sized batches (REFERENCE.md: M in 128 … 2048 must not lose) on the same N, K.
+std::vector<Shape> decode_shapes() {
+  std::vector<Shape> v;
+  for (int64_t m : {128, 512, 2048})
+    for (const Shape& s : kReferenceShapes) v.push_back({m, s.n, s.k});
+  return v;
+}
 
 struct RankData {
   void *a = nullptr, *b = nullptr, *c = nullptr, *gathered = nullptr;
@@ -36,7 +45,8 @@ int run(const Args& args) {
   const TimingOptions& topt = opt.timing;
   const int comm_sms = int(args.get_int("comm-sms", 0));      // 0: the op's default
   const int chunk_rows = int(args.get_int("chunk-rows", 0));  // 0: the op's default
-  const auto& shapes = args.get("shapes", "reference") == "small" ? kSmallShapes : kReferenceShapes;
+  const std::string which = args.get("shapes", "reference");
+  const std::vector<Shape> shapes = which == "small" ? kSmallShapes : which == "decode" ? decode_shapes() : kReferenceShapes;
   const std::string header = std::string("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, ") + dtype_name(dt) +
                              "; median of " + std::to_string(topt.samples) + " interleaved samples";
   for_each_world(args, header, {"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"},
@@ -57,10 +67,11 @@ int run(const Args& args) {
         d.cublas = std::make_unique<test::CublasGemm>(ctx.stream());
         ctx.synchronize("ag_gemm bench setup");
       });
-      auto op = [&](CommMode mode, CommEngine engine, bool communicate) {
-        return [&, mode, engine, communicate](Context& ctx) {
+      auto op = [&](CommMode mode, CommEngine engine, bool communicate, OpPath path = OpPath::fused) {
+        return [&, mode, engine, communicate, path](Context& ctx) {
           RankData& d = rd[ctx.rank()];
           AgGemmOptions o;
+          o.path = path;
           o.mode = mode;
           o.engine = engine;
           o.communicate = communicate;
@@ -98,7 +109,12 @@ int run(const Args& args) {
                  {"pull/ce", op(CommMode::pull, CommEngine::copy_engine, true)},
                  {"push/sm", op(CommMode::push, CommEngine::sm, true)},
                  {"pull/sm", op(CommMode::pull, CommEngine::sm, true)},
-                 {"gemm_only", op(CommMode::push, CommEngine::copy_engine, false)}};
+                 {"gemm_only", op(CommMode::push, CommEngine::copy_engine, false)},
+                 {"decomposed", op(CommMode::push, CommEngine::sm, true, OpPath::decomposed)},
+                 {"auto", [&](Context& ctx) {
+                    RankData& d = rd[ctx.rank()];
+                    ag_gemm(ctx, {dt, d.a, d.b, d.c, m_per_rank, n, k});
+                  }}};
       }
       const std::vector<double> ms = time_interleaved(world, cands, topt);
       const double base = ms[0];

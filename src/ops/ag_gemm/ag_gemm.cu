@@ -9,18 +9,23 @@
 //     pull: tell every peer "done" reading its rows
 //   caller's stream: the GEMM over the gathered A; each tile waits for the chunks it reads.
 //   join: the caller's stream waits for the side stream.
+// Decomposed: the same side stream joined before the GEMM, which is then cuBLAS with no waits;
+// with one GPU per rank, NCCL's all-gather instead of the side stream.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "ops/common/op_gemm.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
+#include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/ops/ag_gemm/gather_kernel.cuh"
 #include "tilelink/tile/gemm_hooks.cuh"
+#include "tilelink/runtime/nccl.hpp"
 #include "tilelink/tile/rank_copy.hpp"
 
 namespace tilelink {
@@ -34,6 +39,7 @@ struct AgGemmState {
   ops::UniformCheck uniform;
   uint64_t last_pull_epoch = 0;     // epoch of the latest pull-mode call (0: none)
   const void* last_workspace = nullptr;
+  std::unique_ptr<gemm::CublasGemm> cublas;  // the decomposed path's GEMM, made on first use
 };
 
 void validate_local(const Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
@@ -68,15 +74,21 @@ int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine)
 void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   validate_local(ctx, a, o);
   auto& st = ctx.op_state<AgGemmState>(kOp);
+  const OpPath path = o.path == OpPath::automatic ? ag_gemm_choose_path(ctx, a) : o.path;
   st.uniform.require(ctx, kOp,
                      {{"m_per_rank", a.m_per_rank}, {"k", a.k}, {"dtype", int64_t(a.dtype)},
                       {"mode", int64_t(o.mode)}, {"engine", int64_t(o.engine)},
-                      {"chunk_rows", o.chunk_rows}, {"communicate", o.communicate}});
+                      {"chunk_rows", o.chunk_rows}, {"communicate", o.communicate},
+                      {"path", int64_t(path)}});
+  const bool overlap = path == OpPath::fused;
 
   const int world = ctx.num_ranks(), me = ctx.rank();
   const int64_t m_total = a.m_per_rank * world;
   const int64_t row_bytes = a.k * int64_t(dtype_size(a.dtype));
-  const bool sm_engine = o.engine == CommEngine::sm && world > 1 && o.communicate;
+  // Decomposed on a shared GPU: nothing runs beside the gather, so the copy engines move it
+  // (the SM gather kernel would get only this rank's slice of SMs).
+  const CommEngine engine = overlap ? o.engine : CommEngine::copy_engine;
+  const bool sm_engine = engine == CommEngine::sm && world > 1 && o.communicate;
   // The side stream's waits run as one-warp kernels (bounded, unlike cuStreamWaitValue): with the
   // copy engine, keep one SM free for them, or GEMM tiles waiting for this very side stream could
   // occupy every SM. The SM engine's gather blocks leave room anyway.
@@ -90,7 +102,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   const int rows_per_unit = cfg.tile_m * cfg.cluster_m;
   const auto map = tile::RowChunkMapping::make(
       int32_t(a.m_per_rank),
-      o.chunk_rows ? o.chunk_rows : default_chunk_rows(a.m_per_rank, rows_per_unit, o.engine),
+      o.chunk_rows ? o.chunk_rows : default_chunk_rows(a.m_per_rank, rows_per_unit, engine),
       world);
 
   // Buffers. With one rank the gathered A is A itself.
@@ -116,6 +128,30 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   ctx.trace("checked, buffers ready");
   const ll::Team team = ctx.team();
   cudaStream_t main = ctx.stream(), side = st.side.get();
+  auto cublas_gemm = [&] {
+    if (!st.cublas) st.cublas = std::make_unique<gemm::CublasGemm>(main);
+    st.cublas->run(a.dtype, gathered, a.b, a.c, m_total, a.n, a.k);
+  };
+  auto copy_out = [&] {
+    if (a.a_gathered)
+      TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
+  };
+  if (!overlap && (world == 1 || ctx.ranks_on_device() == 1)) {
+    // Decomposed with one GPU per rank: NCCL's all-gather into the gathered A, then cuBLAS.
+    // Peers of the latest pull-mode call may still be reading this rank's rows there.
+    if (world > 1 && o.communicate) {
+      if (st.last_pull_epoch > 0) {
+        tile::wait_slots_kernel<<<1, 32, 0, main>>>(team, done, world, me, st.last_pull_epoch);
+        TL_CUDA_CHECK(cudaGetLastError());
+        st.last_pull_epoch = 0;
+      }
+      nccl_check(ncclAllGather(a.a, gathered, size_t(a.m_per_rank * a.k), nccl_type(a.dtype), nccl_comm(ctx), main),
+                 ctx, "ncclAllGather");
+    }
+    cublas_gemm();
+    copy_out();
+    return;
+  }
   char* my_rows = gathered + int64_t(me) * a.m_per_rank * row_bytes;
   const int cpr = map.chunks_per_rank;
 
@@ -171,16 +207,21 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
         if (q != me) tile::rank_signal_set(side, ctx.peer_ptr(done + me, q), epoch);
   }
 
-  // One rank: nothing to wait for; the GEMM's hooks reduce to a null check per tile.
-  const tile::GatherWaitHooks hooks{team, map, world > 1 ? chunk_sig : nullptr,
-                                    int32_t(int64_t(me) * a.m_per_rank)};
   ctx.trace("communication enqueued");
-  ops::run_op_gemm(a.dtype, gathered, a.b, a.c, shape, hooks, plan, gemm_sms, main);
+  if (overlap) {
+    // One rank: nothing to wait for; the GEMM's hooks reduce to a null check per tile.
+    const tile::GatherWaitHooks hooks{team, map, world > 1 ? chunk_sig : nullptr,
+                                      int32_t(int64_t(me) * a.m_per_rank)};
+    ops::run_op_gemm(a.dtype, gathered, a.b, a.c, shape, hooks, plan, gemm_sms, main);
+    if (gather) st.side.join(main);
+  } else {
+    // Decomposed on a shared GPU: the whole gather first, then cuBLAS on the whole GPU (what
+    // copy + cuBLAS would do), not the engine on this rank's SM share.
+    if (gather) st.side.join(main);
+    cublas_gemm();
+  }
   ctx.trace("GEMM enqueued");
-
-  if (gather) st.side.join(main);
-  if (a.a_gathered)
-    TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
+  copy_out();
   if (gather && o.mode == CommMode::pull) st.last_pull_epoch = epoch;
 }
 

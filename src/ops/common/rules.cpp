@@ -1,4 +1,4 @@
-// src/ops/common/rules.cpp — the automatic choices of gemm_rs and gemm_ar, each next to the
+// src/ops/common/rules.cpp — the automatic choices of ag_gemm, gemm_rs and gemm_ar, each next to the
 // measurements it was derived from (docs/OPS.md, docs/PERF.md). Pure host logic with no CUDA
 // calls, so tests/cpu/op_rules_test.cu checks it on machines without a GPU.
 #include "ops/common/rules.hpp"
@@ -6,6 +6,28 @@
 #include <algorithm>
 
 namespace tilelink {
+
+// ---- ag_gemm -----------------------------------------------------------------------------------
+// Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md, third session):
+//  * one GPU per rank, 2 H200s: fused push/sm beat NCCL all-gather + cuBLAS where the GEMM is
+//    long enough to hide the gather — 1.03-1.12x at M = 8192 for N/8 >= 3584 (>= 480 GFLOP per
+//    rank) and at M = 2048 for N/8 = 6656 (447 GFLOP) — and lost below: 0.98-0.99x at M = 8192,
+//    N/8 = 1376/1792 (92-120 GFLOP), 0.70-0.94x at M = 2048 except one shape at 1.04x (120
+//    GFLOP), 0.50-0.80x at M = 128 and 512. On 4 H200s it won on every M = 8192 shape, down to
+//    92 GFLOP (1.12x): each rank then gathers 3 shards, not 1, so there is more to hide.
+//    So: fused when GEMM flops per rank x (W - 1) >= 2e11, else decomposed.
+//  * ranks sharing a GPU (2 and 8 in-process ranks): the decomposed path (the whole gather, then
+//    cuBLAS on the whole GPU) beat fused on 7 of 10 shapes; neither reaches copy + cuBLAS there.
+namespace {
+constexpr double kAgFusedMinFlopsTimesPeers = 2e11;
+}  // namespace
+
+OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
+  if (topo.world == 1) return OpPath::fused;
+  if (topo.ranks_on_device > 1) return OpPath::decomposed;
+  const double flops = 2.0 * double(a.m_per_rank) * topo.world * double(a.n) * double(a.k);
+  return flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers ? OpPath::fused : OpPath::decomposed;
+}
 
 // ---- gemm_rs -----------------------------------------------------------------------------------
 ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/ops/topology.hpp"

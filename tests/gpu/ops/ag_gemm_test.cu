@@ -79,9 +79,7 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
     ctx.synchronize("the previous calls (checked before new test data)");
     ctx.barrier();  // every rank's A is written: the expected gathered A can be assembled
 
-    AgGemmOptions opt;
-    opt.mode = mode.mode;
-    opt.engine = mode.engine;
+    AgGemmOptions opt = tt::ag_options(mode);
     AgGemmArgs args{dtype, mine.a, mine.b, mine.c, s.m_per_rank, s.n, s.k, mine.gathered};
     tilelink::ag_gemm(ctx, args, opt);
     ctx.synchronize("ag_gemm");
@@ -170,16 +168,14 @@ TEST_P(AgGemm, StressRandomShapesOneRankLate) {
     for (int i = 0; i < calls; ++i) {
       Shape s{int64_t(1 + rng() % max_shape.m_per_rank), int64_t(8 * (1 + rng() % (max_shape.n / 8))),
               int64_t(8 * (1 + rng() % (max_shape.k / 8)))};
-      const Mode mode = kModes[rng() % 4];
+      const Mode mode = kModes[rng() % tt::kNumAgModes];
       const bool check = i % 50 == 49;
       if (check) {
         tt::fill_uniform(DType::bf16, mine.a, s.m_per_rank * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
         tt::fill_uniform(DType::bf16, mine.b, s.n * s.k, tt::mix_seed(seed, r, i, 1), 1.0f, st);
         tt::poison_nan(DType::bf16, mine.c, s.m_per_rank * w * s.n, st);
       }
-      AgGemmOptions opt;
-      opt.mode = mode.mode;
-      opt.engine = mode.engine;
+      AgGemmOptions opt = tt::ag_options(mode);
       AgGemmArgs args{DType::bf16, mine.a, mine.b, mine.c, s.m_per_rank, s.n, s.k,
                       check ? mine.gathered : nullptr};
       tilelink::ag_gemm(ctx, args, opt);

@@ -14,18 +14,29 @@
 
 namespace tilelink::test {
 
-// ---- ag_gemm: push/pull x copy engine/SMs ---------------------------------------------------
+// ---- ag_gemm: push/pull x copy engine/SMs, and the decomposed path ---------------------------
 struct AgMode {
   CommMode mode;
   CommEngine engine;
+  OpPath path = OpPath::fused;
 };
 inline constexpr AgMode kAgModes[] = {{CommMode::push, CommEngine::copy_engine},
                                       {CommMode::pull, CommEngine::copy_engine},
                                       {CommMode::push, CommEngine::sm},
-                                      {CommMode::pull, CommEngine::sm}};
+                                      {CommMode::pull, CommEngine::sm},
+                                      {CommMode::push, CommEngine::sm, OpPath::decomposed}};
+inline constexpr int kNumAgModes = int(sizeof(kAgModes) / sizeof(kAgModes[0]));
 
 inline std::string mode_name(const AgMode& m) {
-  return std::string(comm_mode_name(m.mode)) + "/" + comm_engine_name(m.engine);
+  return std::string(comm_mode_name(m.mode)) + "/" + comm_engine_name(m.engine) + "/" + op_path_name(m.path);
+}
+
+inline AgGemmOptions ag_options(const AgMode& m) {
+  AgGemmOptions o;
+  o.mode = m.mode;
+  o.engine = m.engine;
+  o.path = m.path;
+  return o;
 }
 
 // ---- gemm_rs / gemm_ar: RS ring/full-mesh x push/pull, AR one/two-shot; fused or decomposed ---

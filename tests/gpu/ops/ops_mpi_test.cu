@@ -90,9 +90,7 @@ void ag_gemm_case(Context& ctx, const tt::AgMode& mode, DType dt, int64_t mpr, i
   ctx.synchronize("test data");
   ctx.barrier();
 
-  tilelink::AgGemmOptions opt;
-  opt.mode = mode.mode;
-  opt.engine = mode.engine;
+  tilelink::AgGemmOptions opt = tt::ag_options(mode);
   tilelink::AgGemmArgs args{dt, a, b, c, mpr, n, k, gathered};
   tilelink::ag_gemm(ctx, args, opt);
   ctx.synchronize("ag_gemm");
@@ -204,23 +202,21 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
   ctx.synchronize("stress data");
   if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (int i = 0; i < 300; ++i) {
-    const int kind = int(rng() % (variants.size() + 4));
+    constexpr int kAg = tt::kNumAgModes;  // kinds [0, kAg): ag_gemm modes; then the reduce variants
+    const int kind = int(rng() % (variants.size() + kAg));
     const int64_t n = 8 * (1 + rng() % 64), k = 8 * (1 + rng() % 64);
     if (i % 25 == 24) {  // a checked call: fresh data, full reference
       ctx.synchronize("stress");
-      const int64_t rows = 1 + rng() % (kind < 4 ? 192 : 64);
+      const int64_t rows = 1 + rng() % (kind < kAg ? 192 : 64);
       const uint64_t case_seed = rng();
-      if (kind < 4) ag_gemm_case(ctx, tt::kAgModes[kind], DType::bf16, rows, n, k, case_seed);
-      else reduce_case(ctx, variants[kind - 4], DType::bf16, w * rows, n, k, case_seed);
+      if (kind < kAg) ag_gemm_case(ctx, tt::kAgModes[kind], DType::bf16, rows, n, k, case_seed);
+      else reduce_case(ctx, variants[kind - kAg], DType::bf16, w * rows, n, k, case_seed);
       continue;
     }
-    if (kind < 4) {
-      tilelink::AgGemmOptions opt;
-      opt.mode = tt::kAgModes[kind].mode;
-      opt.engine = tt::kAgModes[kind].engine;
-      tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, int64_t(1 + rng() % 192), n, k}, opt);
+    if (kind < kAg) {
+      tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, int64_t(1 + rng() % 192), n, k}, tt::ag_options(tt::kAgModes[kind]));
     } else {
-      tt::call_reduce(ctx, variants[kind - 4], DType::bf16, a, b, c, w * int64_t(1 + rng() % 64), n, k);
+      tt::call_reduce(ctx, variants[kind - kAg], DType::bf16, a, b, c, w * int64_t(1 + rng() % 64), n, k);
     }
   }
   ctx.synchronize("stress");

@@ -7,6 +7,9 @@
 // starts on its own rows while the other ranks' rows arrive chunk by chunk, and every GEMM tile
 // waits (bounded) only for the chunks it reads.
 //
+// Decomposed (options.path, or the automatic rule): the whole gather, then cuBLAS — NCCL's
+// all-gather when every rank has its own GPU, the same gather kernels otherwise.
+//
 //   tilelink::AgGemmArgs args{DType::bf16, a_local, b, c, m_per_rank, n, k};
 //   tilelink::ag_gemm(ctx, args);                       // on ctx.stream(), SPMD on every rank
 //
@@ -18,6 +21,8 @@
 #include <cstdint>
 
 #include "tilelink/ops/common.hpp"
+#include "tilelink/ops/path.hpp"
+#include "tilelink/ops/topology.hpp"
 #include "tilelink/runtime/context.hpp"
 
 namespace tilelink {
@@ -32,16 +37,24 @@ struct AgGemmArgs {
 };
 
 struct AgGemmOptions {
+  OpPath path = OpPath::automatic;  // automatic: ag_gemm_choose_path
   // Defaults from the 2-GPU NVLink measurement (docs/PERF.md): SM push beat NCCL all-gather +
   // cuBLAS by 1.05-1.18x on every REFERENCE.md shape; the copy engine lost (0.75-0.86x).
+  // The decomposed path on ranks sharing a GPU gathers the same way, then runs cuBLAS.
   CommMode mode = CommMode::push;
   CommEngine engine = CommEngine::sm;
   int comm_sms = 0;          // CommEngine::sm: SMs given to the gather kernel (0: automatic)
   int chunk_rows = 0;        // rows per gathered chunk (0: automatic, a multiple of the GEMM tile)
   // false: skip the gather and use the A already gathered on this rank by an earlier call with
-  // the same shape (benchmarks of the compute part; bitwise checks against the full op).
+  // the same shape and path (benchmarks of the compute part; bitwise checks against the full op).
   bool communicate = true;
 };
+
+// What `automatic` picks for this shape on this topology (the rule of docs/OPS.md).
+OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& args);
+inline OpPath ag_gemm_choose_path(const Context& ctx, const AgGemmArgs& args) {
+  return ag_gemm_choose_path(topology_of(ctx), args);
+}
 
 void ag_gemm(Context& ctx, const AgGemmArgs& args, const AgGemmOptions& options = {});
 

@@ -16,12 +16,13 @@
 #include <cstdint>
 
 #include "tilelink/ops/common.hpp"
+#include "tilelink/ops/path.hpp"
 #include "tilelink/ops/topology.hpp"
 #include "tilelink/runtime/context.hpp"
 
 namespace tilelink {
 
-enum class ReducePath : int32_t { automatic = 0, fused = 1, decomposed = 2 };
+using ReducePath = OpPath;  // the reduction ops' name for it
 enum class RsAlgo : int32_t { ring = 0, full_mesh = 1, automatic = 2 };
 inline const char* rs_algo_name(RsAlgo a) {
   return a == RsAlgo::ring ? "ring" : a == RsAlgo::full_mesh ? "full_mesh" : "auto";
