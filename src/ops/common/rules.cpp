@@ -9,25 +9,32 @@ namespace tilelink {
 
 // ---- ag_gemm -----------------------------------------------------------------------------------
 // Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md, third session):
-//  * one GPU per rank, 2 H200s: fused push/sm beat NCCL all-gather + cuBLAS where the GEMM is
-//    long enough to hide the gather — 1.03-1.12x at M = 8192 for N/8 >= 3584 (>= 480 GFLOP per
-//    rank) and at M = 2048 for N/8 = 6656 (447 GFLOP) — and lost below: 0.98-0.99x at M = 8192,
-//    N/8 = 1376/1792 (92-120 GFLOP), 0.70-0.94x at M = 2048 except one shape at 1.04x (120
-//    GFLOP), 0.50-0.80x at M = 128 and 512. On 4 H200s it won on every M = 8192 shape, down to
-//    92 GFLOP (1.12x): each rank then gathers 3 shards, not 1, so there is more to hide.
-//    So: fused when GEMM flops per rank x (W - 1) >= 2e11, else decomposed.
+//  * one GPU per rank, 2 H200s, 20 shapes (M = 128 ... 8192, the five REFERENCE.md N/8 x K),
+//    fused push/sm against NCCL all-gather + cuBLAS: won where the GEMM hides the gather —
+//    1.09-1.11x at M = 8192 for N/8 >= 3584 (>= 480 GFLOP per rank), 1.01-1.07x at M = 2048 for
+//    N/8 >= 3584 (>= 120 GFLOP) — and lost below: 0.98-0.99x at M = 8192 for N/8 = 1376/1792
+//    (92-120 GFLOP), 0.70-0.74x at M = 2048 for N/8 = 1376/1792 (23-30 GFLOP), 0.44-0.95x at
+//    every M <= 512 shape (the engine below cuBLAS at decode M, plus the chunk handshakes) —
+//    even at 110 GFLOP (M = 512, N/8 = 6656, K = 16384: 0.85x).
+//    On 4 H200s fused won every M = 8192 shape down to 92 GFLOP (1.12x): each rank gathers
+//    W - 1 shards, not one, so there is more to hide.
+//    So: fused when the gathered M >= 2048 rows and GEMM flops per rank x (W - 1) >= 1e11
+//    (the one miss on 2 GPUs: M = 8192, N/8 = 1792 takes fused at 0.990x against 0.996x).
 //  * ranks sharing a GPU (2 and 8 in-process ranks): the decomposed path (the whole gather by the
 //    copy engines, then cuBLAS on the whole GPU) beat fused on all 10 shapes (0.82-0.97x of
 //    copy + cuBLAS, fused 0.65-0.88x).
 namespace {
-constexpr double kAgFusedMinFlopsTimesPeers = 2e11;
+constexpr int64_t kAgFusedMinRows = 2048;
+constexpr double kAgFusedMinFlopsTimesPeers = 1e11;
 }  // namespace
 
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
   if (topo.world == 1) return OpPath::fused;
   if (topo.ranks_on_device > 1) return OpPath::decomposed;
-  const double flops = 2.0 * double(a.m_per_rank) * topo.world * double(a.n) * double(a.k);
-  return flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers ? OpPath::fused : OpPath::decomposed;
+  const int64_t m = a.m_per_rank * topo.world;
+  const double flops = 2.0 * double(m) * double(a.n) * double(a.k);
+  return m >= kAgFusedMinRows && flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers ? OpPath::fused
+                                                                                       : OpPath::decomposed;
 }
 
 // ---- gemm_rs -----------------------------------------------------------------------------------
