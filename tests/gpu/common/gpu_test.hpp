@@ -8,7 +8,8 @@
 //             expected result of a peer's data is computed on the host without a download;
 //             poison_device() before a run; bytes_equal() compares bitwise and names the first
 //             mismatches.
-//   MPI:      run_tests_in_mpi_world() is the main() of the multi-process tests (mpirun).
+//   MPI:      run_tests_in_mpi_world() is the main() of the multi-process tests (mpirun);
+//             shared_fresh_seed() gives every rank rank 0's seed.
 //   Children: run_self_as_child() re-executes this test binary on one gtest filter with extra
 //             environment, bounded in time, capturing its output: for tests whose failure mode
 //             is a device trap (which kills the CUDA context, so it cannot run in-process).
@@ -103,5 +104,7 @@ bool env_flag(const char* name);
 // for the tests, runs them, and ends with a barrier so no rank leaves while a peer still maps its
 // heap. Returns the exit code (2 when the world itself failed, with `name` in the message).
 int run_tests_in_mpi_world(int argc, char** argv, const char* name, Context** ctx);
+// Rank 0's fresh_seed(), on every rank (collective): each rank can then rebuild any peer's data.
+uint64_t shared_fresh_seed(Context& ctx);
 
 }  // namespace tilelink::test

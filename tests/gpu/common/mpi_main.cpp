@@ -1,6 +1,7 @@
-// tests/gpu/common/mpi_main.cpp — see run_tests_in_mpi_world in gpu_test.hpp.
+// tests/gpu/common/mpi_main.cpp — see run_tests_in_mpi_world and shared_fresh_seed in gpu_test.hpp.
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "gpu/common/gpu_test.hpp"
 
@@ -22,6 +23,13 @@ int run_tests_in_mpi_world(int argc, char** argv, const char* name, Context** ct
     rc = 2;
   }
   return rc;
+}
+
+uint64_t shared_fresh_seed(Context& ctx) {
+  const uint64_t mine = fresh_seed();
+  std::vector<uint64_t> all(ctx.num_ranks());
+  ctx.allgather(&mine, all.data(), sizeof mine);
+  return all[0];
 }
 
 }  // namespace tilelink::test

@@ -38,10 +38,8 @@ TEST(LlMpi, PutAndGetAcrossProcesses) {
   Context& ctx = *g_ctx;
   ASSERT_EQ(cudaFuncSetAttribute(put_get_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 16384 + 128), cudaSuccess);
   const int me = ctx.rank(), n = ctx.num_ranks(), next = (me + 1) % n, prev = (me + n - 1) % n;
-  const uint64_t seed = tt::fresh_seed();
-  std::vector<uint64_t> seeds(n);  // everyone uses rank 0's seed
-  ctx.allgather(&seed, seeds.data(), sizeof seed);
-  SCOPED_TRACE(tt::seed_trace(seeds[0]));
+  const uint64_t seed = tt::shared_fresh_seed(ctx);  // everyone uses rank 0's seed
+  SCOPED_TRACE(tt::seed_trace(seed));
   constexpr size_t kMax = (1u << 20) + 3 + 16;
   auto* src = static_cast<char*>(ctx.symmetric_workspace("ll.mpi.src", kMax));
   auto* dst = static_cast<char*>(ctx.symmetric_workspace("ll.mpi.dst", kMax));
@@ -52,7 +50,7 @@ TEST(LlMpi, PutAndGetAcrossProcesses) {
         ++case_id;
         const bool put = mode == 0 || mode == 2 || mode == 3;
         const int writer = put ? prev : next;
-        tt::fill_random_device(src + off, bytes, tt::mix_seed(seeds[0], me, case_id), ctx.stream());
+        tt::fill_random_device(src + off, bytes, tt::mix_seed(seed, me, case_id), ctx.stream());
         tt::poison_device(dst, bytes + 32, 0xA5, ctx.stream());
         cudaStreamSynchronize(ctx.stream());
         ctx.barrier();
@@ -61,7 +59,7 @@ TEST(LlMpi, PutAndGetAcrossProcesses) {
         tt::check_launch("put_get_kernel");
         ctx.synchronize("ll_mpi_put_get");
         ctx.barrier();
-        auto want = tt::random_bytes(bytes, tt::mix_seed(seeds[0], writer, case_id));
+        auto want = tt::random_bytes(bytes, tt::mix_seed(seed, writer, case_id));
         const auto got = tt::download(dst, bytes + 32, ctx.stream());
         std::vector<uint8_t> expected(bytes + 32, 0xA5);
         std::copy(want.begin(), want.end(), expected.begin() + off);
@@ -122,16 +120,14 @@ __global__ void put_signal_kernel(ll::Team t, char* dst, const char* src, size_t
 TEST(LlMpi, PutmemSignalAcrossProcesses) {
   Context& ctx = *g_ctx;
   const int me = ctx.rank(), n = ctx.num_ranks(), prev = (me + n - 1) % n;
-  std::vector<uint64_t> seeds(n);
-  const uint64_t seed = tt::fresh_seed();
-  ctx.allgather(&seed, seeds.data(), sizeof seed);
+  const uint64_t seed = tt::shared_fresh_seed(ctx);
   constexpr size_t kBytes = 256 * 1024 + 7;
   auto* src = static_cast<char*>(ctx.symmetric_workspace("ll.mpi.src", kBytes));
   auto* dst = static_cast<char*>(ctx.symmetric_workspace("ll.mpi.dst", kBytes));
   auto* observed = static_cast<char*>(ctx.symmetric_workspace("ll.mpi.observed", kBytes));
   uint64_t* sig = ctx.signal_workspace("ll.mpi.put_signal", 1);
   for (int call = 0; call < 20; ++call) {
-    tt::fill_random_device(src, kBytes, tt::mix_seed(seeds[0], me, call), ctx.stream());
+    tt::fill_random_device(src, kBytes, tt::mix_seed(seed, me, call), ctx.stream());
     tt::poison_device(dst, kBytes, 0xA5, ctx.stream());
     tt::poison_device(observed, kBytes, 0x5A, ctx.stream());
     cudaStreamSynchronize(ctx.stream());
@@ -141,7 +137,7 @@ TEST(LlMpi, PutmemSignalAcrossProcesses) {
     tt::check_launch("put_signal_kernel");
     ctx.synchronize("ll_mpi_put_signal");
     ctx.barrier();
-    const auto want = tt::random_bytes(kBytes, tt::mix_seed(seeds[0], prev, call));
+    const auto want = tt::random_bytes(kBytes, tt::mix_seed(seed, prev, call));
     const auto seen = tt::download(observed, kBytes, ctx.stream());
     EXPECT_TRUE(tt::bytes_equal(want.data(), seen.data(), kBytes,
                                 "rank " + std::to_string(me) + " call " + std::to_string(call) +

@@ -28,14 +28,6 @@ namespace {
 
 Context* g_ctx = nullptr;
 
-// Rank 0's fresh seed, on every rank.
-uint64_t shared_seed(Context& ctx) {
-  const uint64_t mine = tt::fresh_seed();
-  std::vector<uint64_t> all(ctx.num_ranks());
-  ctx.allgather(&mine, all.data(), sizeof mine);
-  return all[0];
-}
-
 // Device allocations of one case, freed at scope exit.
 struct DeviceBuffers {
   std::vector<void*> ptrs;
@@ -122,7 +114,7 @@ TEST(OpsMpi, AgGemmEveryModeMatchesReference) {
   for (const auto& mode : tt::kAgModes)
     for (const S& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {
-        const uint64_t seed = shared_seed(ctx);
+        const uint64_t seed = tt::shared_fresh_seed(ctx);
         SCOPED_TRACE(tt::seed_trace(seed));
         ag_gemm_case(ctx, mode, dt, s.mpr, s.n, s.k, seed);
       }
@@ -175,7 +167,7 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
   for (const auto& v : tt::all_reduce_variants())
     for (const S& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {
-        const uint64_t seed = shared_seed(ctx);
+        const uint64_t seed = tt::shared_fresh_seed(ctx);
         SCOPED_TRACE(tt::seed_trace(seed));
         reduce_case(ctx, v, dt, s.m, s.n, s.k, seed);
       }
@@ -188,7 +180,7 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
 TEST(OpsMpi, StressRandomOpsOneRankLate) {
   Context& ctx = *g_ctx;
   const int r = ctx.rank(), w = ctx.num_ranks();
-  const uint64_t seed = shared_seed(ctx);
+  const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
   std::mt19937_64 rng(seed);  // same sequence on every rank: the calls agree
   const auto variants = tt::all_reduce_variants();
