@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "ops/common/op_gemm.hpp"
 #include "ops/common/side_stream.hpp"
@@ -165,7 +166,9 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   // fill every SM with GEMM tiles that wait for these very slots.
   const bool gather = world > 1 && o.communicate;
   if (world > 1 && !o.communicate) {
-    for (int32_t t = 0; t < map.num_tiles(); ++t) tile::rank_signal_set(main, chunk_sig + t, epoch);
+    std::vector<uint64_t*> all(size_t(map.num_tiles()));
+    for (int32_t t = 0; t < map.num_tiles(); ++t) all[size_t(t)] = chunk_sig + t;
+    tile::rank_signals_set(main, all.data(), all.size(), epoch);
   }
   if (gather) {
     st.side.fork(main);
@@ -175,9 +178,12 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
       TL_CUDA_CHECK(cudaGetLastError());
     }
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
-    for (int c = 0; c < cpr; ++c) tile::rank_signal_set(side, chunk_sig + map.tile(me, c), epoch);
+    // My chunks (for my GEMM) and "ready" (for my peers), in one stream operation.
+    std::vector<uint64_t*> publish;
+    for (int c = 0; c < cpr; ++c) publish.push_back(chunk_sig + map.tile(me, c));
     for (int q = 0; q < world; ++q)
-      if (q != me) tile::rank_signal_set(side, ctx.peer_ptr(ready + me, q), epoch);
+      if (q != me) publish.push_back(ctx.peer_ptr(ready + me, q));
+    tile::rank_signals_set(side, publish.data(), publish.size(), epoch);
 
     ctx.trace("side stream: own rows copied and published, ready sent");
     if (sm_engine) {
@@ -208,9 +214,12 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
         }
       }
     }
-    if (o.mode == CommMode::pull)
+    if (o.mode == CommMode::pull) {
+      std::vector<uint64_t*> done_at_peers;
       for (int q = 0; q < world; ++q)
-        if (q != me) tile::rank_signal_set(side, ctx.peer_ptr(done + me, q), epoch);
+        if (q != me) done_at_peers.push_back(ctx.peer_ptr(done + me, q));
+      tile::rank_signals_set(side, done_at_peers.data(), done_at_peers.size(), epoch);
+    }
   }
 
   ctx.trace("communication enqueued");
