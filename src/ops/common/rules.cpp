@@ -8,24 +8,23 @@
 namespace tilelink {
 
 // ---- ag_gemm -----------------------------------------------------------------------------------
-// Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md, third session):
+// Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md, third session, after the gather's
+// chunking and batched stream writes):
 //  * one GPU per rank, 2 H200s, 20 shapes (M = 128 ... 8192, the five REFERENCE.md N/8 x K),
-//    fused push/sm against NCCL all-gather + cuBLAS: won where the GEMM hides the gather —
-//    1.09-1.11x at M = 8192 for N/8 >= 3584 (>= 480 GFLOP per rank), 1.01-1.07x at M = 2048 for
-//    N/8 >= 3584 (>= 120 GFLOP) — and lost below: 0.98-0.99x at M = 8192 for N/8 = 1376/1792
-//    (92-120 GFLOP), 0.70-0.74x at M = 2048 for N/8 = 1376/1792 (23-30 GFLOP), 0.44-0.95x at
-//    every M <= 512 shape (the engine below cuBLAS at decode M, plus the chunk handshakes) —
-//    even at 110 GFLOP (M = 512, N/8 = 6656, K = 16384: 0.85x).
-//    On 4 H200s fused won every M = 8192 shape down to 92 GFLOP (1.12x): each rank gathers
-//    W - 1 shards, not one, so there is more to hide.
-//    So: fused when the gathered M >= 2048 rows and GEMM flops per rank x (W - 1) >= 1e11
-//    (the one miss on 2 GPUs: M = 8192, N/8 = 1792 takes fused at 0.990x against 0.996x).
+//    fused push/sm against NCCL all-gather + cuBLAS: won on every M = 8192 shape (1.02-1.13x,
+//    down to 92 GFLOP per rank) and at M = 2048 for N/8 >= 3584 (1.04-1.23x, >= 120 GFLOP);
+//    lost at M = 2048 for N/8 = 1376/1792 (0.89-0.93x, 23-30 GFLOP) and at M = 512 (0.89-0.97x,
+//    even at 110 GFLOP: the engine is below cuBLAS at decode-sized M). At M = 128 it won once
+//    (N/8 = 6656, K = 16384: 1.11x) and lost the rest (0.61-0.85x).
+//    On 4 H200s fused won every M = 8192 shape (1.05-1.19x): each rank gathers W - 1 shards.
+//    So: fused when the gathered M >= 2048 rows and GEMM flops per rank x (W - 1) >= 5e10 (the
+//    one miss on 2 GPUs: M = 128, N/8 = 6656, K = 16384).
 //  * ranks sharing a GPU (2 and 8 in-process ranks): the decomposed path (the whole gather by the
 //    copy engines, then cuBLAS on the whole GPU) beat fused on all 10 shapes (0.82-0.97x of
 //    copy + cuBLAS, fused 0.65-0.88x).
 namespace {
 constexpr int64_t kAgFusedMinRows = 2048;
-constexpr double kAgFusedMinFlopsTimesPeers = 1e11;
+constexpr double kAgFusedMinFlopsTimesPeers = 5e10;
 }  // namespace
 
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
