@@ -46,6 +46,7 @@ struct TimingOptions {
   int warmup = 3;    // calls per candidate before sampling
   int samples = 7;   // interleaved samples per candidate (median reported)
   int reps = 3;      // calls per sample
+  bool spin_shared = false;  // --spin-shared: the GPU spin also when ranks share a GPU (stress)
 };
 
 // Keeps `stream` busy for about `microseconds` (gpu_spin.cu).
