@@ -8,7 +8,7 @@
 // waits (bounded) only for the chunks it reads.
 //
 // Decomposed (options.path, or the automatic rule): the whole gather, then cuBLAS — NCCL's
-// all-gather when every rank has its own GPU, the same gather kernels otherwise.
+// all-gather when every rank has its own GPU, the op's own gather on the copy engines otherwise.
 //
 //   tilelink::AgGemmArgs args{DType::bf16, a_local, b, c, m_per_rank, n, k};
 //   tilelink::ag_gemm(ctx, args);                       // on ctx.stream(), SPMD on every rank
@@ -38,13 +38,13 @@ struct AgGemmArgs {
 
 struct AgGemmOptions {
   OpPath path = OpPath::automatic;  // automatic: ag_gemm_choose_path
-  // Defaults from the 2-GPU NVLink measurement (docs/PERF.md): SM push beat NCCL all-gather +
-  // cuBLAS by 1.05-1.18x on every REFERENCE.md shape; the copy engine lost (0.75-0.86x).
-  // The decomposed path on ranks sharing a GPU gathers the same way, then runs cuBLAS.
+  // The fused path's defaults, from the 2-GPU NVLink measurements (docs/PERF.md): SM push beat
+  // NCCL all-gather + cuBLAS by 1.02-1.13x on every REFERENCE.md shape; the copy engine lost
+  // (0.48-0.70x). The decomposed path on ranks sharing a GPU always gathers on the copy engines.
   CommMode mode = CommMode::push;
   CommEngine engine = CommEngine::sm;
   int comm_sms = 0;          // CommEngine::sm: SMs given to the gather kernel (0: automatic)
-  int chunk_rows = 0;        // rows per gathered chunk (0: automatic, a multiple of the GEMM tile)
+  int chunk_rows = 0;        // rows per gathered chunk (0: automatic, docs/OPS.md)
   // false: skip the gather and use the A already gathered on this rank by an earlier call with
   // the same shape and path (benchmarks of the compute part; bitwise checks against the full op).
   bool communicate = true;
