@@ -106,9 +106,12 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   if (overlap && world > 1) st.side.fork(main);
   cudaStream_t reducer_stream = overlap ? st.side.get() : main;
   if (world > 1) {
-    // This rank's buffers are free for this call: its previous call ended (stream order).
+    // This rank's buffers are free for this call: its previous call ended (stream order). One
+    // batched stream operation for all peers (tile::rank_signals_set).
+    std::vector<uint64_t*> ready_at_peers;
     for (int q = 0; q < world; ++q)
-      if (q != me) tile::rank_signal_set(overlap ? reducer_stream : main, ctx.peer_ptr(ready + me, q), epoch);
+      if (q != me) ready_at_peers.push_back(ctx.peer_ptr(ready + me, q));
+    tile::rank_signals_set(reducer_stream, ready_at_peers.data(), ready_at_peers.size(), epoch);
   }
 
   // One rank: nobody consumes the tile notifications, and publishing costs every CTA a wait for
