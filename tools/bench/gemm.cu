@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_spin.hpp"
 #include "bench/registry.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/testing_hooks.cuh"
@@ -198,16 +199,6 @@ void launch_any(GemmConfig c, const GemmArgs<bf16>& a, const GemmLaunchOptions& 
 
 using Launch = std::function<void(int set)>;
 
-// Keeps the GPU busy while the host enqueues a timed block, so a block never includes host
-// launch latency (which differs between the engine and cuBLAS).
-__global__ void spin_ns(uint64_t ns) {
-  uint64_t t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
-
 struct Timer {
   cudaStream_t stream;
   int sets;
@@ -222,7 +213,9 @@ struct Timer {
   }
   // ms per launch of one block of `reps` launches, rotating buffer sets.
   double block(const Launch& f, int reps, int& rot) {
-    spin_ns<<<1, 1, 0, stream>>>(100000ull + 50000ull * uint64_t(reps));
+    // GPU busy while the host enqueues the block: host launch latency (which differs between the
+    // engine and cuBLAS) stays out of it.
+    tilelink::bench::gpu_spin(stream, 100 + 50 * reps);
     BENCH_CUDA(cudaEventRecord(e0, stream));
     for (int i = 0; i < reps; ++i) f(rot++ % sets);
     BENCH_CUDA(cudaEventRecord(e1, stream));

@@ -2,7 +2,7 @@
 // timed sample's start event, so the host enqueues the sample's calls while the GPU is busy and
 // the events time GPU work only — not the host's launch latency (the same method as the PyTorch
 // baselines' torch.cuda._sleep, bench/torch_baselines.py).
-#include "bench/op_bench.hpp"
+#include "bench/gpu_spin.hpp"
 #include "tilelink/ll/timer.cuh"
 #include "tilelink/runtime/error.hpp"
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_spin.hpp"
 #include "registry.hpp"
 #include "tilelink/ops/common.hpp"
 #include "tilelink/runtime/world.hpp"
@@ -48,9 +49,6 @@ struct TimingOptions {
   int reps = 3;      // calls per sample
   bool spin_shared = false;  // --spin-shared: the GPU spin also when ranks share a GPU (stress)
 };
-
-// Keeps `stream` busy for about `microseconds` (gpu_spin.cu).
-void gpu_spin(cudaStream_t stream, int microseconds);
 
 // Median ms per call of each candidate (slowest rank per sample). With one GPU per rank each
 // sample's calls are enqueued behind a GPU spin, so host launch latency is not timed (as in the
