@@ -8,6 +8,7 @@
 
 #include "check.hpp"
 #include "failure_message.hpp"
+#include "gpu_sharing.hpp"
 #include "options.hpp"
 
 namespace tilelink {
@@ -65,12 +66,16 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
     check_cuda(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties", device_);
 
-    // Ranks sharing this GPU, by UUID: device ordinals differ between processes.
-    std::vector<cudaUUID_t> uuids(num_ranks_);
-    allgather(&props_.uuid, uuids.data(), sizeof(cudaUUID_t));
-    ranks_on_device_ = 0;
-    for (const auto& u : uuids)
-      if (std::memcmp(&u, &props_.uuid, sizeof u) == 0) ++ranks_on_device_;
+    // Who shares which GPU, by UUID (device ordinals differ between processes).
+    RankGpu mine;
+    std::memcpy(mine.uuid.data(), &props_.uuid, mine.uuid.size());
+    mine.sms = props_.multiProcessorCount;
+    std::vector<RankGpu> gpus(num_ranks_);
+    allgather(&mine, gpus.data(), sizeof(RankGpu));
+    const GpuSharing sharing = gpu_sharing(gpus, rank_);
+    ranks_on_device_ = sharing.ranks_on_my_gpu;
+    max_ranks_per_gpu_ = sharing.max_ranks_per_gpu;
+    sm_share_ = sharing.sm_share;
 
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                "cudaStreamCreateWithFlags", "cudaStreamNonBlocking, GPU ", device_);

@@ -12,8 +12,10 @@ namespace {
 
 struct NcclState {
   explicit NcclState(Context& ctx) {
-    TL_REQUIRE(ctx.ranks_on_device() == 1, "NCCL needs one GPU per rank, but ", ctx.ranks_on_device(),
-               " ranks share GPU ", ctx.device(), " (rank ", ctx.rank(), ")");
+    // Checked against the world, not this rank's GPU: with uneven sharing a rank alone on its GPU
+    // would otherwise enter ncclCommInitRank while its peers never do.
+    TL_REQUIRE(ctx.max_ranks_per_gpu() == 1, "NCCL needs one GPU per rank, but up to ", ctx.max_ranks_per_gpu(),
+               " ranks of this world share a GPU (rank ", ctx.rank(), " is on GPU ", ctx.device(), ")");
     // NVLink SHARP (multicast) stays off on shared machines; a caller's explicit setting wins.
     setenv("NCCL_NVLS_ENABLE", "0", 0);
     ncclUniqueId id{};

@@ -84,7 +84,7 @@ int run(const Args& args) {
       // else (ranks sharing a GPU, in-process) copy-engine copies of every rank's rows.
       auto copy = [&](Context& ctx) {
         RankData& d = rd[ctx.rank()];
-        if (ctx.ranks_on_device() == 1 && w > 1) {
+        if (ctx.max_ranks_per_gpu() == 1 && w > 1) {
           nccl_check(ncclAllGather(d.a, d.gathered, size_t(m_per_rank * k), nccl_type(dt), nccl_comm(ctx),
                                    ctx.stream()),
                      ctx, "ncclAllGather");

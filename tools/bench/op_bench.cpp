@@ -57,7 +57,7 @@ std::vector<double> time_interleaved(BenchWorld& world, const std::vector<Candid
         // sharing a GPU: queueing every rank's whole call at once there can starve the side
         // stream's copy of this rank's rows of SMs (pull/sm, 8 ranks: a bounded-wait error in 1
         // of 2 runs, docs/PERF.md "Known issues"), and no baseline there needs the correction.
-        if (ctx.ranks_on_device() == 1 || opt.spin_shared) gpu_spin(st, 300);
+        if (ctx.max_ranks_per_gpu() == 1 || opt.spin_shared) gpu_spin(st, 300);
         TL_CUDA_CHECK(cudaEventRecord(e0, st));
         for (int i = 0; i < opt.reps; ++i) cands[c].call(ctx);
         TL_CUDA_CHECK(cudaEventRecord(e1, st));

@@ -5,16 +5,18 @@
 
 namespace tilelink {
 
-// The world size, how many ranks share this rank's GPU, and the SMs this rank may use (its share
-// of the GPU). The ops take it from their Context; tests of the rules state it directly.
+// The world size, the most ranks sharing one GPU, and the SMs each rank may use — all three the
+// same on every rank of a world, so every rank's automatic choices agree (a rank alone on its
+// GPU in a world where others share one takes the shared-GPU choices too). The ops take it from
+// their Context; tests of the rules state it directly.
 struct Topology {
   int world = 1;
-  int ranks_on_device = 1;
-  int sm_count = 132;
+  int max_ranks_per_gpu = 1;  // 1: every rank has its own GPU
+  int sm_count = 132;         // the smallest SM share of any rank (Context::sm_count)
 };
 
 inline Topology topology_of(const Context& ctx) {
-  return {ctx.num_ranks(), ctx.ranks_on_device(), ctx.sm_count()};
+  return {ctx.num_ranks(), ctx.max_ranks_per_gpu(), ctx.sm_count()};
 }
 
 }  // namespace tilelink

@@ -70,11 +70,17 @@ class Context {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   const cudaDeviceProp& device_props() const { return props_; }
-  // Ranks of this world that run on this rank's GPU (1 when every rank has its own GPU).
+  // Ranks of this world that run on this rank's GPU (1 when this rank has its GPU to itself).
   int ranks_on_device() const { return ranks_on_device_; }
-  // SMs this rank's kernels may occupy: co-resident ranks split their GPU evenly, so persistent
-  // kernels of ranks that wait on each other always fit at the same time.
-  int sm_count() const { return props_.multiProcessorCount / ranks_on_device_; }
+  // The most ranks that share any one GPU of the world (1: every rank has its own GPU). The same
+  // on every rank: choices that must agree across ranks (which path, NCCL or not) use this, never
+  // ranks_on_device(), which differs between ranks when the sharing is uneven.
+  int max_ranks_per_gpu() const { return max_ranks_per_gpu_; }
+  // SMs a rank's kernels may occupy: the smallest share any rank of the world has of its GPU
+  // (SMs / ranks on that GPU). Co-resident ranks then always fit at the same time, and since the
+  // value is the same on every rank, so are the grids, tile shapes and chunk layouts derived
+  // from it (ranks exchange signals by those layouts).
+  int sm_count() const { return sm_share_; }
 
   // ---- symmetric memory: collective, same sizes in the same order on every rank ----------
   void* symmetric_alloc(size_t bytes, const char* what);
@@ -154,7 +160,7 @@ class Context {
 
  private:
   Bootstrap& bootstrap_;
-  int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1;
+  int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1, max_ranks_per_gpu_ = 1, sm_share_ = 1;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
   HeapLayout layout_;                          // offsets of everything carved from the heap

@@ -1,7 +1,7 @@
 // tilelink/runtime/nccl.hpp — the context's NCCL communicator, for the decomposed paths and the
 // baselines (GEMM, then an NCCL collective). Created collectively on first use: every rank of the
 // world must call nccl_comm() at the same point. NCCL cannot place two ranks on one GPU, so this
-// throws when ranks share a device (ctx.ranks_on_device() > 1).
+// throws when any ranks of the world share a device (ctx.max_ranks_per_gpu() > 1).
 #pragma once
 
 #include <nccl.h>

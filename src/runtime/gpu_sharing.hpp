@@ -1,0 +1,28 @@
+// src/runtime/gpu_sharing.hpp — how the ranks of a world share their GPUs (pure host logic, so a
+// CPU test pins it: tests/cpu/gpu_sharing_test.cpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace tilelink {
+
+// What every rank says about its GPU: an identity that is the same in every process (the UUID)
+// and its SM count.
+struct RankGpu {
+  std::array<uint8_t, 16> uuid{};
+  int32_t sms = 0;
+};
+
+struct GpuSharing {
+  int ranks_on_my_gpu = 1;    // ranks on the GPU of the rank asking
+  int max_ranks_per_gpu = 1;  // the most ranks on any one GPU of the world
+  int sm_share = 1;           // min over ranks of (its GPU's SMs / ranks on that GPU), >= 1
+};
+
+// `gpus[r]` is rank r's report; `me` the asking rank. The last two fields depend only on `gpus`,
+// so every rank computes the same values from the same allgathered reports.
+GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me);
+
+}  // namespace tilelink

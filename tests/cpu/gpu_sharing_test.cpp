@@ -1,0 +1,75 @@
+// How a world's ranks share their GPUs (src/runtime/gpu_sharing.hpp): the values every rank
+// plans with must come out the same on every rank, whatever the layout.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/gpu_sharing.hpp"
+
+namespace {
+
+using tilelink::gpu_sharing;
+using tilelink::RankGpu;
+
+// Rank r on GPU placement[r] (GPU g has sms[g] SMs).
+std::vector<RankGpu> layout(const std::vector<int>& placement, const std::vector<int>& sms) {
+  std::vector<RankGpu> gpus;
+  for (int g : placement) {
+    RankGpu r;
+    r.uuid[0] = uint8_t(g + 1);
+    r.uuid[15] = 0xab;
+    r.sms = sms.at(size_t(g));
+    gpus.push_back(r);
+  }
+  return gpus;
+}
+
+TEST(GpuSharing, OneGpuPerRank) {
+  const auto g = layout({0, 1}, {132, 132});
+  for (int me : {0, 1}) {
+    const auto s = gpu_sharing(g, me);
+    EXPECT_EQ(s.ranks_on_my_gpu, 1);
+    EXPECT_EQ(s.max_ranks_per_gpu, 1);
+    EXPECT_EQ(s.sm_share, 132);
+  }
+}
+
+TEST(GpuSharing, AllOnOneGpu) {
+  const auto g = layout({0, 0, 0, 0, 0, 0, 0, 0}, {132});
+  const auto s = gpu_sharing(g, 5);
+  EXPECT_EQ(s.ranks_on_my_gpu, 8);
+  EXPECT_EQ(s.max_ranks_per_gpu, 8);
+  EXPECT_EQ(s.sm_share, 16);
+}
+
+// 3 ranks round-robin over 2 GPUs: ranks 0 and 2 share GPU 0, rank 1 is alone on GPU 1. Rank 1
+// must still plan as a rank sharing a GPU (same path, same SM count), or the ranks' signal
+// layouts and collectives disagree.
+TEST(GpuSharing, UnevenSharingIsTheSameOnEveryRank) {
+  for (const auto& placement : {std::vector<int>{0, 1, 0}, {0, 1, 0, 1, 0}, {0, 1, 0, 1, 0, 1, 0}, {1, 0, 0}}) {
+    const auto g = layout(placement, {132, 132});
+    const auto first = gpu_sharing(g, 0);
+    for (int me = 0; me < int(placement.size()); ++me) {
+      const auto s = gpu_sharing(g, me);
+      EXPECT_EQ(s.max_ranks_per_gpu, first.max_ranks_per_gpu);
+      EXPECT_EQ(s.sm_share, first.sm_share);
+      int on_mine = 0;
+      for (int p : placement) on_mine += p == placement[size_t(me)];
+      EXPECT_EQ(s.ranks_on_my_gpu, on_mine);
+    }
+    EXPECT_EQ(first.max_ranks_per_gpu, int(placement.size() + 1) / 2 > 1 ? int(placement.size() + 1) / 2 : 2);
+    EXPECT_EQ(first.sm_share, 132 / first.max_ranks_per_gpu);
+  }
+}
+
+// GPUs with different SM counts: the share is the smallest any rank gets.
+TEST(GpuSharing, SmallestShareOfUnequalGpus) {
+  const auto g = layout({0, 1, 1}, {132, 114});
+  EXPECT_EQ(gpu_sharing(g, 0).sm_share, 57);
+  EXPECT_EQ(gpu_sharing(g, 0).max_ranks_per_gpu, 2);
+  EXPECT_EQ(gpu_sharing(g, 0).ranks_on_my_gpu, 1);
+  const auto tiny = layout({0, 0, 0, 0}, {2});
+  EXPECT_EQ(gpu_sharing(tiny, 0).sm_share, 1) << "never 0 SMs";
+}
+
+}  // namespace
