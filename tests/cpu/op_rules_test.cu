@@ -89,8 +89,22 @@ TEST(OpRules, GemmArOneShotOnlyWhileThePullIsSmall) {
   EXPECT_EQ(tilelink::gemm_ar_choose_path(kEightSharing, ar(128, 8192, 3584)), ReducePath::fused);
   EXPECT_EQ(tilelink::gemm_ar_choose_algo(kEightSharing, ar(128, 8192, 3584)), ArAlgo::two_shot);
   EXPECT_EQ(tilelink::gemm_ar_choose_path(kEightSharing, ar(64, 8192, 3584)), ReducePath::decomposed);
-  EXPECT_EQ(tilelink::gemm_ar_choose_algo(kEightSharing, ar(130, 8192, 3584)), ArAlgo::one_shot)
-      << "rows that do not split evenly across the ranks";
+  EXPECT_EQ(tilelink::gemm_ar_choose_algo(kEightSharing, ar(130, 8192, 3584)), ArAlgo::two_shot)
+      << "rows that do not split evenly: blocks of 16 and 17 rows";
+  EXPECT_EQ(tilelink::gemm_ar_choose_algo(kEightSharing, ar(127, 8192, 3584)), ArAlgo::one_shot);
+}
+
+// 3 ranks on 2 GPUs (two share one): every rank sees the world's sharing, so the rank alone on
+// its GPU takes the shared-GPU choices with the others — never NCCL on one rank and tilelink's
+// gather on the rest.
+TEST(OpRules, UnevenSharingTakesTheSharedGpuChoices) {
+  constexpr Topology kThreeOnTwo{3, 2, 66};
+  EXPECT_EQ(tilelink::ag_gemm_choose_path(kThreeOnTwo, {DType::bf16, nullptr, nullptr, nullptr, 1, 3584, 2048}),
+            tilelink::OpPath::decomposed);
+  EXPECT_EQ(tilelink::ag_gemm_choose_path(kThreeOnTwo, {DType::bf16, nullptr, nullptr, nullptr, 8192, 3584, 8192}),
+            tilelink::OpPath::decomposed);
+  EXPECT_EQ(tilelink::gemm_ar_choose_algo(kThreeOnTwo, ar(48, 8192, 3584)), ArAlgo::two_shot);
+  EXPECT_EQ(tilelink::ops::default_reduce_sms(kThreeOnTwo, 1376), 66 / 7);
 }
 
 }  // namespace

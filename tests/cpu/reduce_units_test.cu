@@ -21,7 +21,10 @@ struct Case {
 TEST(ReduceUnits, UnitsPartitionTheOutputByRankBlockAndTile) {
   const Case cases[] = {{1024, 4096, 128, 128, 8}, {832, 264, 128, 128, 8}, {8, 1024, 128, 128, 8},
                         {48, 72, 64, 128, 2},      {8192, 1376, 128, 192, 2}, {37 * 4, 24, 128, 256, 4},
-                        {129, 512, 64, 128, 1}};
+                        {129, 512, 64, 128, 1},
+                        // The all-reduce's uneven blocks: W does not divide M, and M < W (empty blocks).
+                        {129, 512, 64, 128, 2},    {1000, 264, 128, 128, 7}, {3, 64, 64, 128, 5},
+                        {1, 8, 128, 128, 8},       {517, 1376, 128, 192, 6}};
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "m " << c.m << " n " << c.n << " tile " << c.tile_m << "x" << c.tile_n
                                       << " world " << c.world);
@@ -34,8 +37,8 @@ TEST(ReduceUnits, UnitsPartitionTheOutputByRankBlockAndTile) {
         const Unit u = rb.unit(b, i);
         ASSERT_GT(u.rows, 0);
         ASSERT_GT(u.cols, 0);
-        EXPECT_GE(u.row0, b * rb.rows_per_rank());
-        EXPECT_LE(u.row0 + u.rows, (b + 1) * rb.rows_per_rank());
+        EXPECT_GE(u.row0, rb.block_begin(b));
+        EXPECT_LE(u.row0 + u.rows, rb.block_begin(b + 1));
         EXPECT_EQ(u.row0 / c.tile_m, (u.row0 + u.rows - 1) / c.tile_m) << "unit straddles GEMM tiles";
         EXPECT_EQ(u.col0 % c.tile_n, 0);
         EXPECT_EQ(u.cols % 8, 0) << "16-byte accesses need 8-column multiples";
@@ -47,6 +50,14 @@ TEST(ReduceUnits, UnitsPartitionTheOutputByRankBlockAndTile) {
       }
     }
     EXPECT_EQ(units, rb.num_units());
+    // Blocks tile the rows in order and differ by at most one row.
+    EXPECT_EQ(rb.block_begin(0), 0);
+    EXPECT_EQ(rb.block_begin(c.world), c.m);
+    for (int32_t b = 0; b < c.world; ++b) {
+      EXPECT_GE(rb.block_rows(b), c.m / c.world);
+      EXPECT_LE(rb.block_rows(b), c.m / c.world + 1);
+      if (c.m % c.world == 0) EXPECT_EQ(rb.block_begin(b), b * rb.rows_per_rank());
+    }
     int64_t uncovered = 0, twice = 0;
     for (int v : owner) {
       if (v == 0) ++uncovered;

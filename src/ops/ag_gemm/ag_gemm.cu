@@ -82,11 +82,14 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   validate_local(ctx, a, o);
   auto& st = ctx.op_state<AgGemmState>(kOp);
   const OpPath path = o.path == OpPath::automatic ? ag_gemm_choose_path(ctx, a) : o.path;
-  st.uniform.require(ctx, kOp,
-                     {{"m_per_rank", a.m_per_rank}, {"k", a.k}, {"dtype", int64_t(a.dtype)},
-                      {"mode", int64_t(o.mode)}, {"engine", int64_t(o.engine)},
-                      {"chunk_rows", o.chunk_rows}, {"communicate", o.communicate},
-                      {"path", int64_t(path)}});
+  // N may differ between ranks (each has its own B); the chunk layout, which every rank must
+  // share, is planned for the largest.
+  const int64_t n_max = st.uniform.require(ctx, kOp,
+                                           {{"m_per_rank", a.m_per_rank}, {"k", a.k}, {"dtype", int64_t(a.dtype)},
+                                            {"mode", int64_t(o.mode)}, {"engine", int64_t(o.engine)},
+                                            {"comm_sms", o.comm_sms}, {"chunk_rows", o.chunk_rows},
+                                            {"communicate", o.communicate}, {"path", int64_t(path)}},
+                                           {{"n", a.n}})[0];
   const bool overlap = path == OpPath::fused;
 
   const int world = ctx.num_ranks(), me = ctx.rank();
@@ -96,16 +99,21 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   // (the SM gather kernel would get only this rank's slice of SMs).
   const CommEngine engine = overlap ? o.engine : CommEngine::copy_engine;
   const bool sm_engine = engine == CommEngine::sm && world > 1 && o.communicate;
-  // The side stream's waits run as one-warp kernels (bounded, unlike cuStreamWaitValue): with the
-  // copy engine, keep one SM free for them, or GEMM tiles waiting for this very side stream could
-  // occupy every SM. The SM engine's gather blocks leave room anyway.
+  // The side stream runs small kernels before its gather (the bounded one-warp waits, unlike
+  // cuStreamWaitValue; the copy of this rank's own rows) and GEMM tiles wait for what comes after
+  // them, so each rank keeps one SM of its share free for them. Without it, ranks sharing a GPU
+  // can fill every SM with GEMM tiles and *other* ranks' gather blocks (4 ranks per H200: 4 x
+  // (29 + 4) = 132) and the side stream never runs: a bounded-wait error. With the copy engine
+  // that SM is all the communication takes.
+  const bool shared_gpu = ctx.max_ranks_per_gpu() > 1;
   const int comm_sms = sm_engine ? (o.comm_sms ? o.comm_sms : default_comm_sms(ctx))
                                  : (world > 1 && o.communicate ? 1 : 0);
-  const int gemm_sms = ctx.sm_count() - comm_sms;
+  const int gemm_sms = std::max(1, ctx.sm_count() - comm_sms - (sm_engine && shared_gpu ? 1 : 0));
 
   const gemm::GemmShape shape = gemm::packed({m_total, a.n, a.k});
   const gemm::GemmPlan plan = ops::choose_op_plan(shape, a.dtype, gemm_sms);
-  const auto& cfg = gemm::config_info(plan.config);
+  const auto& cfg = gemm::config_info(
+      n_max == a.n ? plan.config : ops::choose_op_plan(gemm::packed({m_total, n_max, a.k}), a.dtype, gemm_sms).config);
   const int rows_per_unit = cfg.tile_m * cfg.cluster_m;
   const auto map = tile::RowChunkMapping::make(
       int32_t(a.m_per_rank),
@@ -143,7 +151,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
     if (a.a_gathered)
       TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
   };
-  if (!overlap && (world == 1 || ctx.ranks_on_device() == 1)) {
+  if (!overlap && (world == 1 || ctx.max_ranks_per_gpu() == 1)) {
     // Decomposed with one GPU per rank: NCCL's all-gather into the gathered A, then cuBLAS.
     // Peers of the latest pull-mode call may still be reading this rank's rows there.
     if (world > 1 && o.communicate) {
@@ -213,6 +221,12 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
           }
         }
       }
+    }
+    if (!overlap && o.mode == CommMode::push) {
+      // Decomposed: nothing waits tile by tile for the rows the peers push here, so the side
+      // stream does, for all of them, before the GEMM is released.
+      tile::wait_slots_kernel<<<1, 32, 0, side>>>(team, chunk_sig, map.num_tiles(), -1, epoch);
+      TL_CUDA_CHECK(cudaGetLastError());
     }
     if (o.mode == CommMode::pull) {
       std::vector<uint64_t*> done_at_peers;

@@ -58,10 +58,11 @@ void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, vo
 // the GEMM on the side stream (fused); otherwise after it, on the caller's stream.
 void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool overlap) {
   const int world = ctx.num_ranks(), me = ctx.rank();
-  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(topology_of(ctx), r.k));
+  const int64_t k_plan = std::max(r.k, r.k_plan);
+  const int comm_sms = world == 1 ? 0 : (r.comm_sms ? r.comm_sms : default_reduce_sms(topology_of(ctx), k_plan));
   const int gemm_sms = overlap ? ctx.sm_count() - comm_sms : ctx.sm_count();
   const gemm::GemmShape shape = gemm::packed({r.m, r.n, r.k});
-  const gemm::GemmPlan plan = choose_op_plan(shape, r.dtype, gemm_sms);
+  const gemm::GemmPlan plan = choose_op_plan(gemm::packed({r.m, r.n, k_plan}), r.dtype, gemm_sms);
   const auto& cfg = gemm::config_info(plan.config);
   // One-shot all-reduce has no row owners: a single block of all rows (any M).
   const bool one_shot = r.algo == ReduceAlgo::one_shot;
@@ -100,7 +101,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   const ll::Team team = ctx.team();
   cudaStream_t main = ctx.stream();
   // The GEMM starts on the rows the reduction consumes first (reduce_kernels.cuh).
-  const int32_t first_row = one_shot ? int32_t(r.m * me / world) : ((me + 1) % world) * rb.rows_per_rank();
+  const int32_t first_row = one_shot ? int32_t(r.m * me / world) : rb.block_begin((me + 1) % world);
   const tile::TileNotifyHooks hooks{team, rb.grid, gemm_signals, notify, first_row};
 
   if (overlap && world > 1) st.side.fork(main);
@@ -140,9 +141,10 @@ void validate_reduce(const Context& ctx, const ReduceRequest& r) {
   TL_REQUIRE(r.dtype == DType::bf16 || r.dtype == DType::fp16, op, ": unsupported dtype");
   TL_REQUIRE(r.a && r.b && r.out, op, ": a, b and c must be device pointers (rank ", ctx.rank(), ")");
   TL_REQUIRE(r.m > 0 && r.n > 0 && r.k > 0, op, ": m, n, k must be positive (got ", r.m, ", ", r.n, ", ", r.k, ")");
-  if (r.algo != ReduceAlgo::one_shot)
+  // Reduce-scatter hands every rank M/W rows; the all-reduce splits rows unevenly where it must.
+  if (r.algo == ReduceAlgo::ring || r.algo == ReduceAlgo::full_mesh)
     TL_REQUIRE(r.m % w == 0, op, ": m=", r.m, " must be divisible by the world size ", w,
-               r.algo == ReduceAlgo::two_shot ? " (two_shot splits rows across ranks; one_shot does not)" : "");
+               " (each rank receives m / world rows)");
   TL_REQUIRE(r.k % 8 == 0, op, ": k=", r.k, " must be a multiple of 8 (16-byte rows for TMA)");
   TL_REQUIRE(r.n % 8 == 0, op, ": n=", r.n, " must be a multiple of 8 (16-byte rows)");
   TL_REQUIRE(reinterpret_cast<uintptr_t>(r.out) % 16 == 0, op, ": c must be 16-byte aligned");
@@ -157,7 +159,7 @@ void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
 
 void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
   const int world = ctx.num_ranks();
-  if (world == 1 || ctx.ranks_on_device() > 1) {
+  if (world == 1 || ctx.max_ranks_per_gpu() > 1) {
     // NCCL cannot run two ranks on one GPU: reduce with tilelink's kernel, after the GEMM.
     gemm_and_reduce(ctx, st, r, /*overlap=*/false);
     return;

@@ -27,6 +27,9 @@ struct ReduceRequest {
   ReduceAlgo algo;
   CommMode mode;
   int comm_sms;  // 0: automatic
+  // The largest K of any rank (K shards may differ): the tile grid, and with it every signal
+  // slot, and the reduction's block count are planned from it, so all ranks plan alike.
+  int64_t k_plan = 0;
 };
 
 struct ReduceState {

@@ -29,7 +29,7 @@ constexpr double kAgFusedMinFlopsTimesPeers = 5e10;
 
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
   if (topo.world == 1) return OpPath::fused;
-  if (topo.ranks_on_device > 1) return OpPath::decomposed;
+  if (topo.max_ranks_per_gpu > 1) return OpPath::decomposed;
   const int64_t m = a.m_per_rank * topo.world;
   const double flops = 2.0 * double(m) * double(a.n) * double(a.k);
   return m >= kAgFusedMinRows && flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers ? OpPath::fused
@@ -63,8 +63,8 @@ RsSchedule gemm_rs_choose_algo(const Topology&) { return RsSchedule{RsAlgo::ring
 // Rules measured on the H200 (docs/PERF.md, "gemm_ar"), N 8192, K 3584 per rank:
 //  * 8 ranks sharing a GPU: fused two_shot won from M = 128 (16 rows per rank: 1.16x over the GEMM
 //    followed by the one-shot reduction; 1.26x at 256, 1.60-1.65x from 512); one_shot was ~1.0x.
-//    So: two_shot once every rank's block has >= 16 rows; one_shot below and for rows that do
-//    not split evenly across the ranks.
+//    So: two_shot once every rank's block has >= 16 rows (blocks differ by at most one row when
+//    W does not divide M); one_shot below.
 //  * one GPU per rank (2 H200s over NVLink): GEMM + NCCL all-reduce won from M = 256 (fused
 //    one/two-shot 0.76-0.99x of it); at M = 128 fused one_shot won (1.17x): every rank pulls its
 //    peers' partials, one hop, where NCCL pays its launch and protocol latency. So: fused
@@ -80,13 +80,13 @@ bool one_gpu_per_rank_one_shot(const Topology& topo, const GemmArArgs& a) {
 
 ArAlgo gemm_ar_choose_algo(const Topology& topo, const GemmArArgs& a) {
   const int64_t w = topo.world;
-  if (topo.ranks_on_device == 1 && w > 1) return ArAlgo::one_shot;  // fused or decomposed: see path
-  return a.m % w == 0 && a.m >= 16 * w ? ArAlgo::two_shot : ArAlgo::one_shot;
+  if (topo.max_ranks_per_gpu == 1 && w > 1) return ArAlgo::one_shot;  // fused or decomposed: see path
+  return a.m >= 16 * w ? ArAlgo::two_shot : ArAlgo::one_shot;
 }
 
 ReducePath gemm_ar_choose_path(const Topology& topo, const GemmArArgs& a) {
   if (topo.world == 1) return ReducePath::fused;
-  if (topo.ranks_on_device == 1)
+  if (topo.max_ranks_per_gpu == 1)
     return one_gpu_per_rank_one_shot(topo, a) ? ReducePath::fused : ReducePath::decomposed;
   return a.m >= 16 * int64_t(topo.world) ? ReducePath::fused : ReducePath::decomposed;
 }
@@ -96,7 +96,7 @@ namespace ops {
 // ---- reduction SMs -------------------------------------------------------------------------------
 int default_reduce_sms(const Topology& topo, int64_t k) {
   const int world = topo.world;
-  if (topo.ranks_on_device == 1 && world > 1) {
+  if (topo.max_ranks_per_gpu == 1 && world > 1) {
     // One GPU per rank (NVLink): give the reduction the SMs that balance its traffic against the
     // GEMM. Measured on 2 H200s (docs/PERF.md, ring/push): K <= 2048 per rank wanted 32 SMs
     // (1.38-1.48x over cuBLAS+NCCL; 16 SMs: 1.07-1.14x), K >= 3584 wanted 16 (1.04-1.23x;

@@ -1,16 +1,22 @@
-// src/ops/common/uniform_check.hpp — check once per distinct call shape that all ranks agree.
+// src/ops/common/uniform_check.hpp — agree across ranks, once per distinct call shape.
 //
-// A cross-rank check is a host collective (a barrier), too slow for every call. Ops therefore
-// check a call's signature (named integers: shape, dtype, options) collectively the first time
-// this context sees it, and remember it. Every rank makes the same calls in the same order, so
-// they all take the collective path at the same calls; a rank whose call differs makes the
-// collective on a call the others skip, and the host barrier's bound turns that into an error
+// Every rank must derive the same plan for a call (tile shapes, chunk layouts, SM counts): ranks
+// exchange signals by slot numbers that come from that plan. So an op states its call's
+// signature as named integers in two groups:
+//   * `equal` — must be the same on every rank (M, dtype, options); a rank that differs gets an
+//     error naming the field, on every rank;
+//   * `agreed` — may differ between ranks (a rank's own N or K shard) but shapes the plan; the
+//     op gets back the maximum over the ranks and plans with that, so all ranks plan alike.
+// A cross-rank check is a host collective, too slow for every call, so a signature is exchanged
+// the first time this context sees it and remembered. Every rank makes the same calls in the same
+// order, so they all take the collective path at the same calls; a rank whose call differs makes
+// the collective on a call the others skip, and the host barrier's bound turns that into an error
 // instead of a hang.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -23,28 +29,41 @@ class UniformCheck {
  public:
   using Field = std::pair<const char*, int64_t>;
 
-  void require(Context& ctx, const char* op, std::initializer_list<Field> fields) {
+  // Returns, in the order given, the maximum over the ranks of each `agreed` field.
+  std::vector<int64_t> require(Context& ctx, const char* op, std::initializer_list<Field> equal,
+                                      std::initializer_list<Field> agreed = {}) {
     std::vector<int64_t> mine;
-    for (const auto& f : fields) mine.push_back(f.second);
+    for (const auto& f : equal) mine.push_back(f.second);
+    for (const auto& f : agreed) mine.push_back(f.second);
     for (const auto& s : seen_)
-      if (s == mine) return;
-    const size_t n = mine.size();
-    std::vector<int64_t> all(n * ctx.num_ranks());
+      if (s.signature == mine) return s.agreed;
+    const size_t n = mine.size(), w = size_t(ctx.num_ranks());
+    std::vector<int64_t> all(n * w);
     ctx.allgather(mine.data(), all.data(), n * sizeof(int64_t));
-    for (int r = 0; r < ctx.num_ranks(); ++r) {
-      size_t i = 0;
-      for (const auto& f : fields) {
+    size_t i = 0;
+    for (const auto& f : equal) {
+      for (size_t r = 0; r < w; ++r)
         if (all[r * n + i] != mine[i])
-          ::tilelink::detail::fail(op, ": ", f.first, " differs across ranks: rank ", ctx.rank(), " has ",
-                       mine[i], ", rank ", r, " has ", all[r * n + i]);
-        ++i;
-      }
+          ::tilelink::detail::fail(op, ": ", f.first, " differs across ranks: rank ", ctx.rank(), " has ", mine[i],
+                                   ", rank ", r, " has ", all[r * n + i]);
+      ++i;
     }
-    seen_.push_back(std::move(mine));
+    std::vector<int64_t> maxima;
+    for (; i < n; ++i) {
+      int64_t m = mine[i];
+      for (size_t r = 0; r < w; ++r) m = std::max(m, all[r * n + i]);
+      maxima.push_back(m);
+    }
+    seen_.push_back({std::move(mine), std::move(maxima)});
+    return seen_.back().agreed;
   }
 
  private:
-  std::vector<std::vector<int64_t>> seen_;
+  struct Seen {
+    std::vector<int64_t> signature;
+    std::vector<int64_t> agreed;
+  };
+  std::vector<Seen> seen_;
 };
 
 }  // namespace tilelink::ops

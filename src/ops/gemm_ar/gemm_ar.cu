@@ -16,9 +16,10 @@ void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
   ops::validate_reduce(ctx, r);
   auto& st = ctx.op_state<ops::ReduceState>(kOp);
   const ReducePath path = o.path == ReducePath::automatic ? gemm_ar_choose_path(ctx, a) : o.path;
-  st.uniform.require(ctx, kOp,
-                     {{"m", a.m}, {"n", a.n}, {"dtype", int64_t(a.dtype)}, {"path", int64_t(path)},
-                      {"algo", int64_t(algo)}, {"comm_sms", o.comm_sms}});
+  r.k_plan = st.uniform.require(ctx, kOp,
+                                {{"m", a.m}, {"n", a.n}, {"dtype", int64_t(a.dtype)}, {"path", int64_t(path)},
+                                 {"algo", int64_t(algo)}, {"comm_sms", o.comm_sms}},
+                                {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
 }

@@ -15,13 +15,15 @@ ops::ReduceRequest request(const GemmRsArgs& a, const GemmRsOptions& o, RsSchedu
 
 void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
   const RsSchedule sched = o.algo == RsAlgo::automatic ? gemm_rs_choose_algo(ctx) : RsSchedule{o.algo, o.mode};
-  const ops::ReduceRequest r = request(a, o, sched);
+  ops::ReduceRequest r = request(a, o, sched);
   ops::validate_reduce(ctx, r);
   auto& st = ctx.op_state<ops::ReduceState>(kOp);
   const ReducePath path = o.path == ReducePath::automatic ? gemm_rs_choose_path(ctx, a) : o.path;
-  st.uniform.require(ctx, kOp,
-                     {{"m", a.m}, {"n", a.n}, {"dtype", int64_t(a.dtype)}, {"path", int64_t(path)},
-                      {"algo", int64_t(sched.algo)}, {"mode", int64_t(sched.mode)}, {"comm_sms", o.comm_sms}});
+  r.k_plan = st.uniform.require(ctx, kOp,
+                                {{"m", a.m}, {"n", a.n}, {"dtype", int64_t(a.dtype)}, {"path", int64_t(path)},
+                                 {"algo", int64_t(sched.algo)}, {"mode", int64_t(sched.mode)},
+                                 {"comm_sms", o.comm_sms}},
+                                {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
 }

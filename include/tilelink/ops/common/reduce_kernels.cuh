@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const Reduc
     if (s > 0)
       srcs[1] = p.mode == CommMode::push ? detail::at<const T>(p.stage, n, u)
                                          : detail::at<const T>(ll::symm_at(p.team, p.stage, next), n, u);
-    T* dst = last ? detail::at(p.out, n, u, me * p.rb.rows_per_rank())
+    T* dst = last ? detail::at(p.out, n, u, p.rb.block_begin(me))
                   : detail::at(p.mode == CommMode::push ? ll::symm_at(p.team, p.stage, prev) : p.stage, n, u);
     wk.sum<T, 2>(srcs, s > 0 ? 2 : 1, n, dst, n, u);
     if (!last) {

@@ -1,14 +1,16 @@
 // tilelink/ops/common/row_blocks.cuh — reduction units of GEMM-ReduceScatter / GEMM-AllReduce.
 //
 // The GEMM output [M, N] is cut two ways: the GEMM's tile grid (tile_m x tile_n, what the GEMM
-// notifies) and the rank blocks (rank b owns rows [b*rows_per_rank, (b+1)*rows_per_rank)). A
-// reduction *unit* is one GEMM tile intersected with one rank block: the smallest piece that has
-// one producer tile and one owner. Tiles never straddle blocks when rows_per_rank % tile_m == 0;
-// otherwise a tile splits into a unit per block it touches, and everything below still holds.
+// notifies) and the rank blocks (rank b owns rows [block_begin(b), block_begin(b + 1)), with
+// block_begin(b) = floor(b * M / W): equal blocks when W divides M — reduce-scatter requires it —
+// and blocks one row apart otherwise, some of them empty when M < W — the all-reduce allows it).
+// A reduction *unit* is one GEMM tile intersected with one rank block: the smallest piece that
+// has one producer tile and one owner. A tile that straddles a block boundary splits into a unit
+// per block it touches, and everything below still holds.
 //
-// Units are named (block, m_blk, n_blk) and numbered (m_blk + block) * tiles_n + n_blk: for a
-// fixed numbering the pairs (block, m_blk) that overlap are injective in m_blk + block (blocks
-// and m-blocks are both increasing row intervals), so slots never collide.
+// Units are named (block, m_blk, n_blk) and numbered (m_blk + block) * tiles_n + n_blk: blocks
+// and m-blocks are both increasing row intervals, so for units of blocks b1 < b2 the m-blocks
+// satisfy m1 <= m2 and m1 + b1 < m2 + b2 — slots never collide.
 #pragma once
 
 #include <cstdint>
@@ -36,19 +38,22 @@ struct RowBlocks {
     r.world = world;
     return r;
   }
+  // Reduce-scatter's equal blocks (W divides M there): rows per rank.
   TL_HOST_DEVICE int32_t rows_per_rank() const { return grid.rows_per_rank; }
-  TL_HOST_DEVICE int32_t first_m_blk(int32_t b) const { return b * rows_per_rank() / grid.tile_m; }
-  TL_HOST_DEVICE int32_t last_m_blk(int32_t b) const { return ((b + 1) * rows_per_rank() - 1) / grid.tile_m; }
-  // Units of block b: (last - first + 1) * tiles_n, visited m-block-major.
+  TL_HOST_DEVICE int32_t block_begin(int32_t b) const { return int32_t(int64_t(b) * m / world); }
+  TL_HOST_DEVICE int32_t block_rows(int32_t b) const { return block_begin(b + 1) - block_begin(b); }
+  TL_HOST_DEVICE int32_t first_m_blk(int32_t b) const { return block_begin(b) / grid.tile_m; }
+  TL_HOST_DEVICE int32_t last_m_blk(int32_t b) const { return (block_begin(b + 1) - 1) / grid.tile_m; }
+  // Units of block b: (last - first + 1) * tiles_n (none for an empty block), m-block-major.
   TL_HOST_DEVICE int32_t units_in_block(int32_t b) const {
-    return (last_m_blk(b) - first_m_blk(b) + 1) * grid.tiles_n;
+    return block_rows(b) > 0 ? (last_m_blk(b) - first_m_blk(b) + 1) * grid.tiles_n : 0;
   }
   TL_HOST_DEVICE Unit unit(int32_t b, int32_t i) const {
     Unit u;
     u.block = b;
     u.m_blk = first_m_blk(b) + i / grid.tiles_n;
     u.n_blk = i % grid.tiles_n;
-    const int32_t lo = b * rows_per_rank(), hi = lo + rows_per_rank();
+    const int32_t lo = block_begin(b), hi = block_begin(b + 1);
     const int32_t t0 = u.m_blk * grid.tile_m, t1 = t0 + grid.tile_m;
     u.row0 = t0 > lo ? t0 : lo;
     u.rows = (t1 < hi ? t1 : hi) - u.row0;
