@@ -4,8 +4,13 @@
 #
 #   scripts/gpu_check.sh [--tests-only | --bench-only] [--filter REGEX] [LOG_DIR]
 #
-# TILELINK_BUILD_DIR selects the build (default build/). The benchmarks print tables; the raw rows
-# also go to LOG_DIR/*.csv. Exit code: ctest's (benchmarks failing are reported, not fatal).
+# The topology is part of the test matrix: the suite runs once with one GPU visible (every
+# in-process rank shares it; the MPI tests put two processes on it) and, on a machine with more,
+# again with every GPU visible (in-process ranks round-robin over the GPUs, unevenly for odd world
+# sizes; one MPI process per GPU), and with more than two GPUs the MPI tests once more with a
+# process on every GPU. TILELINK_BUILD_DIR selects the build (default build/). The benchmarks
+# print tables; the raw rows also go to LOG_DIR/*.csv. Exit code: 0 only if every test pass
+# passed (benchmarks failing are reported, not fatal).
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,11 +33,31 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$logs/gpu.txt"
 rc=0
+gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
 if [ "$tests" = 1 ]; then
   args=(--test-dir "$build" -L gpu --output-on-failure)
   [ -n "$filter" ] && args+=(-R "$filter")
-  ctest "${args[@]}" 2>&1 | tee "$logs/ctest.log"
-  rc=${PIPESTATUS[0]}
+  # The first GPU this process may use (the whole list when CUDA_VISIBLE_DEVICES is unset).
+  first="${CUDA_VISIBLE_DEVICES:-0}"
+  first="${first%%,*}"
+  echo "== ctest -L gpu, one GPU visible (CUDA_VISIBLE_DEVICES=$first)"
+  CUDA_VISIBLE_DEVICES="$first" ctest "${args[@]}" 2>&1 | tee "$logs/ctest-one-gpu.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  if [ "${gpus:-0}" -gt 1 ]; then
+    echo "== ctest -L gpu, all $gpus GPUs visible"
+    ctest "${args[@]}" 2>&1 | tee "$logs/ctest-all-gpus.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  fi
+  if [ "${gpus:-0}" -gt 2 ]; then
+    for t in ll_mpi_test ops_mpi_test; do
+      [ -n "$filter" ] && ! [[ "$t" =~ $filter ]] && continue
+      echo "== $t, one process per GPU ($gpus)"
+      TILELINK_NO_MPS=1 "$root/tests/gpu/ll/run_mpi_test.sh" mpirun "$gpus" "$build/bin/$t" --gtest_color=no \
+        2>&1 | tee "$logs/$t-$gpus.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    done
+  fi
+  echo "gpu_check: tests $([ $rc -eq 0 ] && echo passed || echo FAILED) (logs in $logs)"
 fi
 if [ "$bench" = 1 ]; then
   for cmd in primitives gemm ag_gemm gemm_rs gemm_ar; do

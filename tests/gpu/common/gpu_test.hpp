@@ -2,7 +2,10 @@
 //
 //   Worlds:   test::world(n) is a cached InProcessWorld of n ranks (small heap), created once per
 //             (n, heap) and torn down after the last test; WorldSizeTest + TILELINK_WORLD_SIZES run a
-//             test at world sizes 1, 2, 4 and 8 (all ranks share GPU 0 on the test machine).
+//             test at every world size from 1 to 8. Rank r runs on visible GPU r % #GPUs, so the
+//             topology is part of the matrix: with one GPU visible all ranks share it; with two,
+//             odd sizes share them unevenly (3 ranks: two on GPU 0, one on GPU 1). Tests must
+//             hold on any of these layouts (scripts/gpu_check.sh runs both visibilities).
 //   Data:     fresh_seed() differs every run (print it: SCOPED_TRACE(seed_trace(seed))); random
 //             bytes are a pure function of (seed, index), identical on host and device, so the
 //             expected result of a peer's data is computed on the host without a download;
@@ -33,7 +36,7 @@ namespace tilelink::test {
 
 // ---- worlds -----------------------------------------------------------------------------------
 inline constexpr size_t kDefaultHeapMiB = 256;
-inline constexpr int kWorldSizes[] = {1, 2, 4, 8};
+inline constexpr int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 // The cached in-process world of `ranks` ranks with a `heap_mib` MiB heap per rank. Its wait
 // timeout is the environment's (TILELINK_WAIT_TIMEOUT_MS) or the runtime default.

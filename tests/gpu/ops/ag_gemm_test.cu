@@ -1,5 +1,5 @@
-// ag_gemm on in-process worlds of 1, 2, 4 and 8 ranks sharing one GPU: every mode (push/pull x
-// SM/copy engine), REFERENCE.md shapes scaled to fit, odd M, bf16 and fp16. Each case: fresh random
+// ag_gemm on in-process worlds of 1 to 8 ranks on the visible GPUs: every mode (push/pull x
+// SM/copy engine, decomposed, automatic), REFERENCE.md shapes scaled to fit, odd M, bf16 and fp16. Each case: fresh random
 // A and B per rank, C and the gathered A poisoned with NaN, C checked against an fp32 cuBLAS
 // reference over the gathered A (built from every rank's A), the gathered A checked bitwise, and
 // C checked bitwise against the same op with communication disabled. Then a stress loop of

@@ -14,7 +14,7 @@
 
 namespace tilelink::test {
 
-// ---- ag_gemm: push/pull x copy engine/SMs, and the decomposed path ---------------------------
+// ---- ag_gemm: push/pull x copy engine/SMs, the decomposed path, and the automatic choice ------
 struct AgMode {
   CommMode mode;
   CommEngine engine;
@@ -24,7 +24,9 @@ inline constexpr AgMode kAgModes[] = {{CommMode::push, CommEngine::copy_engine},
                                       {CommMode::pull, CommEngine::copy_engine},
                                       {CommMode::push, CommEngine::sm},
                                       {CommMode::pull, CommEngine::sm},
-                                      {CommMode::push, CommEngine::sm, OpPath::decomposed}};
+                                      {CommMode::push, CommEngine::sm, OpPath::decomposed},
+                                      {CommMode::pull, CommEngine::sm, OpPath::decomposed},
+                                      {CommMode::push, CommEngine::sm, OpPath::automatic}};
 inline constexpr int kNumAgModes = int(sizeof(kAgModes) / sizeof(kAgModes[0]));
 
 inline std::string mode_name(const AgMode& m) {
@@ -49,12 +51,13 @@ struct ReduceVariant {
   std::string name() const {
     std::string s = all_reduce ? std::string("ar/") + ar_algo_name(ar_algo)
                                : std::string("rs/") + rs_algo_name(rs_algo) + "/" + comm_mode_name(mode);
-    return s + (path == ReducePath::decomposed ? "/decomposed" : "/fused");
+    return s + (path == ReducePath::decomposed ? "/decomposed" : path == ReducePath::fused ? "/fused" : "/auto");
   }
   // The fused ring rounds every running sum to the dtype, and so may NCCL's ring (the decomposed
   // path with one GPU per rank); the fused full-mesh and all-reduce kernels sum in fp32 once.
+  // The automatic choice may take either.
   bool rounds_per_hop() const {
-    return path == ReducePath::decomposed || (!all_reduce && rs_algo == RsAlgo::ring);
+    return path != ReducePath::fused || (!all_reduce && rs_algo != RsAlgo::full_mesh);
   }
 };
 
@@ -66,6 +69,8 @@ inline std::vector<ReduceVariant> all_reduce_variants() {
   for (ArAlgo a : {ArAlgo::one_shot, ArAlgo::two_shot})
     v.push_back({true, RsAlgo::ring, CommMode::pull, a, ReducePath::fused});
   v.push_back({true, RsAlgo::ring, CommMode::pull, ArAlgo::one_shot, ReducePath::decomposed});
+  v.push_back({false, RsAlgo::automatic, CommMode::push, ArAlgo::automatic, ReducePath::automatic});
+  v.push_back({true, RsAlgo::ring, CommMode::pull, ArAlgo::automatic, ReducePath::automatic});
   return v;
 }
 

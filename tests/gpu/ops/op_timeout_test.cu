@@ -2,8 +2,11 @@
 // site and the signal — not a hang. Here the "bug" is a straggler: in a 2-rank world, rank 1
 // sleeps far longer than the wait timeout (TILELINK_WAIT_TIMEOUT_MS=300) before making its call,
 // so rank 0's GEMM (ag_gemm: waiting for rank 1's rows) or reduction kernel (gemm_rs: waiting
-// for rank 1's partial sums) times out. The timeout traps and kills the CUDA context, so each
-// case runs in a child process; the parent checks the child's report and error text.
+// for rank 1's partial sums) times out. Both ops are forced onto their fused path: the automatic
+// rule would pick NCCL when each rank has its own GPU, and the case must fail the same way on
+// every layout (both ranks on one GPU, or one each). The timeout traps and kills the CUDA
+// context, so each case runs in a child process; the parent checks the child's report and error
+// text.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -48,7 +51,11 @@ void straggler(bool gemm_rs) {
           o.path = tilelink::ReducePath::fused;
           tilelink::gemm_rs(ctx, {DType::bf16, a, b, c, m, n, k}, o);
         } else {
-          tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, m, n, k});
+          tilelink::AgGemmOptions o;
+          o.path = tilelink::OpPath::fused;
+          o.mode = tilelink::CommMode::push;
+          o.engine = tilelink::CommEngine::sm;
+          tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, m, n, k}, o);
         }
       };
       call();

@@ -173,6 +173,19 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
       }
 }
 
+// The all-reduce takes any M: two_shot splits rows the world size does not divide unevenly.
+TEST(OpsMpi, AllReduceAnyM) {
+  Context& ctx = *g_ctx;
+  for (auto algo : {tilelink::ArAlgo::one_shot, tilelink::ArAlgo::two_shot})
+    for (int64_t m : {int64_t(1), int64_t(129), int64_t(16 * ctx.num_ranks() + 3)}) {
+      const tt::ReduceVariant v{true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, algo,
+                                tilelink::ReducePath::fused};
+      const uint64_t seed = tt::shared_fresh_seed(ctx);
+      SCOPED_TRACE(tt::seed_trace(seed));
+      reduce_case(ctx, v, DType::bf16, m, 512, 256, seed);
+    }
+}
+
 // ---- stress --------------------------------------------------------------------------------------
 // 300 back-to-back calls of random ops, modes and shapes, rank 1 starting 300 ms late; every 25th
 // call is checked. All must complete without a timeout (the buffers and signals are handed over

@@ -1,4 +1,4 @@
-// gemm_rs and gemm_ar on in-process worlds of 1, 2, 4 and 8 ranks sharing one GPU: every
+// gemm_rs and gemm_ar on in-process worlds of 1 to 8 ranks on the visible GPUs: every
 // algorithm and mode, fused and decomposed, REFERENCE.md shapes scaled to fit, bf16 and fp16.
 // Each case: fresh random A, B per rank; C poisoned with NaN; C checked against the fp32 cuBLAS
 // sum over all ranks' A_q·B_qᵀ (every rank computes it from all ranks' inputs). Then 1,000
@@ -124,14 +124,18 @@ TEST_P(ReduceOps, OddShapesAndFp16) {
       }
 }
 
-TEST_P(ReduceOps, AllReduceOneShotAnyM) {
-  const Variant v{true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, tilelink::ArAlgo::one_shot,
-                  tilelink::ReducePath::fused};
-  for (int64_t m : {1, 3, 129}) {
-    const uint64_t seed = tt::fresh_seed();
-    SCOPED_TRACE(tt::seed_trace(seed) + " m " + std::to_string(m));
-    run_case(world(), v, {m, 512, 256}, DType::bf16, seed);
-  }
+// Any M on any world size, both algorithms, fused and decomposed: two_shot splits rows that do
+// not divide evenly into blocks one row apart (some empty when M < W).
+TEST_P(ReduceOps, AllReduceAnyM) {
+  for (auto algo : {tilelink::ArAlgo::one_shot, tilelink::ArAlgo::two_shot})
+    for (auto path : {tilelink::ReducePath::fused, tilelink::ReducePath::decomposed}) {
+      const Variant v{true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, algo, path};
+      for (int64_t m : {int64_t(1), int64_t(3), int64_t(129), int64_t(16 * ranks() + 5)}) {
+        const uint64_t seed = tt::fresh_seed();
+        SCOPED_TRACE(tt::seed_trace(seed) + " " + v.name() + " m " + std::to_string(m));
+        run_case(world(), v, {m, 512, 256}, DType::bf16, seed);
+      }
+    }
 }
 
 TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
@@ -154,7 +158,9 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
     try {
     for (int i = 0; i < calls; ++i) {
       const Variant& v = variants[rng() % variants.size()];
-      const Shape s{int64_t(w) * int64_t(1 + rng() % 64), int64_t(8 * (1 + rng() % 64)),
+      // Reduce-scatter needs M divisible by W; the all-reduce takes any M.
+      const int64_t blocks = int64_t(1 + rng() % 64), any_m = int64_t(1 + rng() % (64 * w));
+      const Shape s{v.all_reduce ? any_m : int64_t(w) * blocks, int64_t(8 * (1 + rng() % 64)),
                     int64_t(8 * (1 + rng() % 64))};
       if (r == 0)
         history.push_back("call " + std::to_string(i) + " epoch " + std::to_string(ctx.epoch() + 1) + ": " +
@@ -218,9 +224,6 @@ TEST(ReduceOpsInput, RejectsBadShapes) {
     };
     expect_error([&] { tilelink::gemm_rs(ctx, {DType::bf16, buf, buf, buf, 33, 64, 64}); }, "divisible by the world size");
     expect_error([&] { tilelink::gemm_rs(ctx, {DType::bf16, buf, buf, buf, 64, 60, 64}); }, "n=60");
-    tilelink::GemmArOptions two;
-    two.algo = tilelink::ArAlgo::two_shot;
-    expect_error([&] { tilelink::gemm_ar(ctx, {DType::bf16, buf, buf, buf, 33, 64, 64}, two); }, "two_shot");
     // K may differ per rank (uneven K shards); M may not.
     expect_error([&] { tilelink::gemm_rs(ctx, {DType::bf16, buf, buf, buf, 64 + 16 * ctx.rank(), 64, 64}); },
                  "m differs across ranks");
