@@ -71,6 +71,26 @@ TL_DEVICE const char* cmp_name_device(Cmp c) {
 }
 }  // namespace detail
 
+namespace detail {
+// A trap ends every thread of the kernel at once, so a timed-out thread that did not claim the
+// report waits (bounded: the report lives in host memory, ~1 us a read) for the one that did to
+// finish writing it; otherwise the reporter's last stores — the site name — could be cut off
+// (seen on the H200: a report with rank, tile and slot but no site).
+TL_DEVICE void finish_report_and_trap(WaitReport* r, bool reporter) {
+  if (r != nullptr) {
+    if (reporter) {
+      __threadfence_system();
+      *reinterpret_cast<volatile int32_t*>(&r->complete) = 1;
+      __threadfence_system();
+    } else {
+      for (uint32_t i = 0; i < (1u << 15) && *reinterpret_cast<volatile int32_t*>(&r->complete) == 0; ++i) {
+      }
+    }
+  }
+  __trap();
+}
+}  // namespace detail
+
 // Records the first timeout of this rank in its WaitReport (host-mapped: the host reads it even
 // after the trap and names the op, rank, site, tile, slot, expected and observed value in its
 // tilelink::Error), then traps.
@@ -82,7 +102,8 @@ TL_DEVICE const char* cmp_name_device(Cmp c) {
 TL_DEVICE void report_wait_timeout_at(WaitReport* report, int rank, int peer, int64_t slot, Cmp cmp,
                                       uint64_t expected, uint64_t observed, uint64_t waited_ns,
                                       int64_t tile, const char* site) {
-  if (report != nullptr && atomicCAS(&report->failed, 0, 1) == 0) {
+  const bool reporter = report != nullptr && atomicCAS(&report->failed, 0, 1) == 0;
+  if (reporter) {
     WaitReport* r = report;
     r->rank = rank;
     r->slot = slot;
@@ -96,7 +117,6 @@ TL_DEVICE void report_wait_timeout_at(WaitReport* report, int rank, int peer, in
     for (const char* s = site; s != nullptr && *s != '\0' && i + 1 < int(sizeof(r->site)); ++s)
       r->site[i++] = *s;
     r->site[i] = '\0';
-    __threadfence_system();
   }
 #if defined(TILELINK_DEVICE_PRINTF)
   printf("tilelink: rank %d: %s timed out after %llu ms: tile %lld, signal slot %lld on rank %d: "
@@ -105,7 +125,7 @@ TL_DEVICE void report_wait_timeout_at(WaitReport* report, int rank, int peer, in
          detail::cmp_name_device(cmp), (unsigned long long)expected, (unsigned long long)observed,
          int(blockIdx.x), int(threadIdx.x));
 #endif
-  __trap();
+  detail::finish_report_and_trap(report, reporter);
 }
 
 // Works out which rank and slot `sig` is (peer -1 / slot -1 when it is not a pool signal, e.g.
@@ -153,7 +173,8 @@ TL_DEVICE uint64_t signal_wait_until(const Team& t, const uint64_t* sig, Cmp cmp
 TL_DEVICE void report_wait_timeout_lean(WaitReport* r, int rank, int64_t slot, int64_t tile,
                                         uint64_t expected, uint64_t observed, uint64_t waited_ns,
                                         uint64_t site0, uint64_t site1, uint64_t site2) {
-  if (r != nullptr && atomicCAS(&r->failed, 0, 1) == 0) {
+  const bool reporter = r != nullptr && atomicCAS(&r->failed, 0, 1) == 0;
+  if (reporter) {
     r->rank = rank;
     r->peer = rank;
     r->slot = slot;
@@ -167,9 +188,8 @@ TL_DEVICE void report_wait_timeout_lean(WaitReport* r, int rank, int64_t slot, i
     site[1] = site1;
     site[2] = site2;
     site[3] = 0;
-    __threadfence_system();
   }
-  __trap();
+  detail::finish_report_and_trap(r, reporter);
 }
 
 // Up to 24 characters of a site name as three little-endian words (compile-time constants).

@@ -44,6 +44,9 @@ struct WaitReport {
   int32_t peer;       // rank that owns the signal word (== rank for local waits)
   uint64_t waited_ns; // how long it waited
   char site[48];      // which wait: "consumer_tile_wait", "barrier_all", ...
+  int32_t complete;   // 1 once the reporter wrote every field above (other timed-out threads
+                      // wait for it before trapping, or their trap would cut the report short)
+  int32_t reserved;
 };
 
 struct Team {
