@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <vector>
 
 #include "tilelink/gemm/hooks.cuh"
 #include "tilelink/runtime/error.hpp"
@@ -82,7 +85,34 @@ int device_sm_count(int device) {
   return sms;
 }
 
+namespace {
+struct KernelSetups {
+  std::mutex mutex;
+  std::vector<KernelSetup> setups;
+  std::set<int> prepared;  // devices
+};
+KernelSetups& kernel_setups() {
+  static KernelSetups k;
+  return k;
+}
+}  // namespace
+
+bool register_kernel_setup(KernelSetup setup) {
+  auto& k = kernel_setups();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  k.setups.push_back(setup);
+  return true;
+}
+
 }  // namespace detail
+
+void prepare_kernels() {
+  const int device = detail::current_device_or_throw("prepare_kernels");
+  auto& k = detail::kernel_setups();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  if (!k.prepared.insert(device).second) return;
+  for (detail::KernelSetup setup : k.setups) setup(device);
+}
 
 // ---- heuristic -----------------------------------------------------------------------------
 // Rule (docs/GEMM.md "Heuristic"): every `lib` config gets

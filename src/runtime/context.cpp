@@ -10,6 +10,8 @@
 #include "failure_message.hpp"
 #include "gpu_sharing.hpp"
 #include "options.hpp"
+#include "tilelink/gemm/cublas_gemm.hpp"
+#include "tilelink/gemm/gemm.hpp"
 
 namespace tilelink {
 
@@ -77,8 +79,12 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     max_ranks_per_gpu_ = sharing.max_ranks_per_gpu;
     sm_share_ = sharing.sm_share;
 
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-               "cudaStreamCreateWithFlags", "cudaStreamNonBlocking, GPU ", device_);
+    // Both of the rank's streams, made together with the world: every op shares the side stream
+    // (it forks from and joins back to the main one), so a rank holds two streams whatever ops
+    // it runs, and none is created inside an op call.
+    for (cudaStream_t* s : {&stream_, &side_stream_})
+      check_cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+                 "cudaStreamNonBlocking, GPU ", device_);
     const size_t heap_bytes = layout_.heap_bytes();
     const cudaError_t err = cudaMalloc(&heap_, heap_bytes);
     if (err != cudaSuccess) {
@@ -108,6 +114,12 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     report_device_ = static_cast<ll::WaitReport*>(report_device);
     heap_base_[rank_] = heap_;
     visible_reports_.push_back(report_);
+
+    // One-time driver setup of the GEMM kernels and cuBLAS, now rather than inside a first op
+    // call: both may wait for the device, and inside a call other ranks sharing this GPU may
+    // already have kernels spinning on this rank's signals.
+    gemm::prepare_kernels();
+    cublas_ = std::make_unique<gemm::CublasGemm>(stream_);
   } catch (...) {
     release();
     throw;
@@ -119,11 +131,13 @@ Context::~Context() { release(); }
 void Context::release() noexcept {
   cudaSetDevice(device_);
   op_states_.clear();  // their streams and events live on this device: before anything else
-  if (stream_ != nullptr) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-    stream_ = nullptr;
-  }
+  cublas_.reset();
+  for (cudaStream_t* s : {&stream_, &side_stream_})
+    if (*s != nullptr) {
+      cudaStreamSynchronize(*s);
+      cudaStreamDestroy(*s);
+      *s = nullptr;
+    }
   peers_.reset();
   if (heap_ != nullptr) cudaFree(heap_);
   if (report_ != nullptr) cudaFreeHost(report_);
@@ -161,7 +175,8 @@ void Context::connect(bool same_process) {
 
 void Context::disconnect() {
   cudaSetDevice(device_);
-  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (cudaStream_t s : {stream_, side_stream_})
+    if (s != nullptr) cudaStreamSynchronize(s);
   peers_.reset();
   for (int r = 0; r < num_ranks_; ++r)
     if (r != rank_) heap_base_[r] = nullptr;

@@ -123,6 +123,41 @@ struct DeviceOnce {
 int current_device_or_throw(const char* who);
 int device_sm_count(int device);
 
+template <class Element, class Hooks, GemmConfig C>
+DeviceOnce& device_once() {
+  static DeviceOnce once;
+  return once;
+}
+
+// The setup of one kernel on `device` (the current device); returns the clusters that fit.
+template <class Element, class Hooks, GemmConfig C>
+int setup_kernel_on(int device) {
+  using GemmKernel = typename Kernel<Element, Hooks, C>::GemmKernel;
+  constexpr GemmConfigInfo info = config_info(C);
+  DeviceOnce& once = device_once<Element, Hooks, C>();
+  int max_clusters = device < DeviceOnce::kMaxDevices ? once.max_active_clusters[device].load() : 0;
+  if (max_clusters > 0) return max_clusters;
+  auto kernel_fn = &cutlass::device_kernel<GemmKernel>;
+  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
+  cudaError_t e = cudaFuncSetAttribute(kernel_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  TL_REQUIRE(e == cudaSuccess, "gemm[", info.name, "]: cudaFuncSetAttribute(", smem_bytes,
+             " B smem) failed: ", cudaGetErrorString(e));
+  const ClusterLaunch one(info.cluster_m, info.cluster_n, dim3(info.cluster_m, info.cluster_n, 1),
+                          GemmKernel::get_block_shape(), smem_bytes, nullptr);
+  e = cudaOccupancyMaxActiveClusters(&max_clusters, kernel_fn, &one.cfg);
+  if (e != cudaSuccess || max_clusters <= 0) {
+    (void)cudaGetLastError();
+    max_clusters = device_sm_count(device) / (info.cluster_m * info.cluster_n);
+  }
+  if (device < DeviceOnce::kMaxDevices) once.max_active_clusters[device].store(max_clusters);
+  return max_clusters;
+}
+
+template <class Element, class Hooks, GemmConfig C>
+void setup_kernel(int device) {
+  setup_kernel_on<Element, Hooks, C>(device);
+}
+
 }  // namespace detail
 
 template <class Element, class Hooks, GemmConfig C>
@@ -148,24 +183,10 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
   TL_REQUIRE(opt.swizzle == 1 || opt.swizzle == 2 || opt.swizzle == 4 || opt.swizzle == 8, "gemm[", who,
              "]: swizzle must be 1, 2, 4 or 8, got ", opt.swizzle);
 
-  // One-time per device: allow the kernel's shared memory, count co-resident clusters.
-  static detail::DeviceOnce once;
+  // Set up when the Context was created (prepare_kernels); else now, at the first launch.
+  const int max_clusters = detail::setup_kernel_on<Element, Hooks, C>(device);
   auto kernel_fn = &cutlass::device_kernel<GemmKernel>;
   constexpr int smem_bytes = GemmKernel::SharedStorageSize;
-  int max_clusters = device < detail::DeviceOnce::kMaxDevices ? once.max_active_clusters[device].load() : 0;
-  if (max_clusters == 0) {
-    cudaError_t e = cudaFuncSetAttribute(kernel_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-    TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: cudaFuncSetAttribute(", smem_bytes,
-               " B smem) failed: ", cudaGetErrorString(e));
-    const detail::ClusterLaunch one(info.cluster_m, info.cluster_n, dim3(info.cluster_m, info.cluster_n, 1),
-                                    GemmKernel::get_block_shape(), smem_bytes, nullptr);
-    e = cudaOccupancyMaxActiveClusters(&max_clusters, kernel_fn, &one.cfg);
-    if (e != cudaSuccess || max_clusters <= 0) {
-      (void)cudaGetLastError();
-      max_clusters = device_sms / cluster_size;
-    }
-    if (device < detail::DeviceOnce::kMaxDevices) once.max_active_clusters[device].store(max_clusters);
-  }
 
   using StrideA = typename GemmKernel::StrideA;
   using StrideB = typename GemmKernel::StrideB;
@@ -230,7 +251,13 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
 
 // Instantiates one compiled kernel for (Element, Hooks, config name). One per .cu file is best:
 // the build then compiles configs in parallel.
+// It also registers the kernel's one-time setup with prepare_kernels.
 #define TILELINK_GEMM_INSTANTIATE(ELEMENT, HOOKS, CONFIG)                                         \
   template void ::tilelink::gemm::gemm_launch<ELEMENT, HOOKS, ::tilelink::gemm::GemmConfig::CONFIG>( \
       const ::tilelink::gemm::GemmArgs<ELEMENT>&, const HOOKS&, const ::tilelink::gemm::GemmLaunchOptions&, \
-      cudaStream_t);
+      cudaStream_t);                                                                              \
+  namespace {                                                                                     \
+  [[maybe_unused]] const bool tilelink_gemm_setup_registered =                                    \
+      ::tilelink::gemm::detail::register_kernel_setup(                                            \
+          &::tilelink::gemm::detail::setup_kernel<ELEMENT, HOOKS, ::tilelink::gemm::GemmConfig::CONFIG>); \
+  }

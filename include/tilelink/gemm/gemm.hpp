@@ -126,6 +126,19 @@ template <>
 struct is_gemm_element<__half> : std::true_type {};
 }  // namespace detail
 
+// Per-device, one-time setup of every compiled GEMM kernel (its shared-memory attribute, the
+// clusters that fit on the device) on the current device; idempotent and thread-safe. A Context
+// calls it when it is created: these driver calls may wait for the device, so they must not run
+// inside an op call while other ranks' kernels on the same GPU spin on this rank's signals. A
+// kernel not set up by then is set up at its first launch.
+void prepare_kernels();
+
+namespace detail {
+using KernelSetup = void (*)(int device);
+// Adds a kernel's setup to the list prepare_kernels runs (TILELINK_GEMM_INSTANTIATE does this).
+bool register_kernel_setup(KernelSetup setup);
+}  // namespace detail
+
 // One compiled kernel. Defined in engine.cuh, instantiated per (Element, Hooks, Config) by
 // TILELINK_GEMM_INSTANTIATE. Validates (see validate), then launches on `stream`.
 template <class Element, class Hooks, GemmConfig C>

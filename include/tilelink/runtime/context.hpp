@@ -24,6 +24,10 @@
 
 namespace tilelink {
 
+namespace gemm {
+class CublasGemm;
+}
+
 struct WorldOptions {
   size_t heap_bytes = 0;           // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
   size_t signal_slots = 0;         // per rank; 0: $TILELINK_SIGNAL_SLOTS, else 65536 (512 KiB)
@@ -69,6 +73,13 @@ class Context {
   int num_ranks() const { return num_ranks_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
+  // The stream fused ops run their communication on, beside the GEMM on stream(); every op of
+  // this rank shares it (an op forks it from stream() and joins it back, so calls stay ordered).
+  cudaStream_t side_stream() const { return side_stream_; }
+  // cuBLAS on stream(), for the decomposed paths (GEMM, then a collective). Made with the context
+  // — cuBLAS's setup allocates and may wait for the device, which must not happen inside an op
+  // call while other ranks' kernels on this GPU wait for this rank.
+  gemm::CublasGemm& cublas() { return *cublas_; }
   const cudaDeviceProp& device_props() const { return props_; }
   // Ranks of this world that run on this rank's GPU (1 when this rank has its GPU to itself).
   int ranks_on_device() const { return ranks_on_device_; }
@@ -162,7 +173,7 @@ class Context {
   Bootstrap& bootstrap_;
   int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1, max_ranks_per_gpu_ = 1, sm_share_ = 1;
   cudaDeviceProp props_{};
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
   HeapLayout layout_;                          // offsets of everything carved from the heap
   char* heap_ = nullptr;                       // this rank's heap (cudaMalloc)
   char* heap_base_[ll::kMaxRanks] = {};        // every rank's heap as mapped here
@@ -174,6 +185,7 @@ class Context {
   ll::WaitReport* report_device_ = nullptr;    // its device address
   std::vector<ll::WaitReport*> visible_reports_;
   std::unique_ptr<PeerMapping> peers_;
+  std::unique_ptr<gemm::CublasGemm> cublas_;
 
   // Collective: throws on every rank unless all asked `call` for the same amount.
   void agree_on_request(const char* call, const std::string& what, uint64_t amount,

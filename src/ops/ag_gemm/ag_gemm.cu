@@ -40,7 +40,6 @@ struct AgGemmState {
   ops::UniformCheck uniform;
   uint64_t last_pull_epoch = 0;     // epoch of the latest pull-mode call (0: none)
   const void* last_workspace = nullptr;
-  std::unique_ptr<gemm::CublasGemm> cublas;  // the decomposed path's GEMM, made on first use
 };
 
 void validate_local(const Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
@@ -143,10 +142,7 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   ctx.trace("checked, buffers ready");
   const ll::Team team = ctx.team();
   cudaStream_t main = ctx.stream(), side = st.side.get();
-  auto cublas_gemm = [&] {
-    if (!st.cublas) st.cublas = std::make_unique<gemm::CublasGemm>(main);
-    st.cublas->run(a.dtype, gathered, a.b, a.c, m_total, a.n, a.k);
-  };
+  auto cublas_gemm = [&] { ctx.cublas().run(a.dtype, gathered, a.b, a.c, m_total, a.n, a.k); };
   auto copy_out = [&] {
     if (a.a_gathered)
       TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));

@@ -171,8 +171,7 @@ void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
   void* partial = ctx.symmetric_workspace(std::string(r.op) + ".partial", bytes);
   // cuBLAS, not the engine: the engine has no split-K yet and loses at decode-sized M (0.61x at
   // M = 256, docs/PERF.md), and the decomposed path must never be slower than the user's own.
-  if (!st.cublas) st.cublas = std::make_unique<gemm::CublasGemm>(main);
-  st.cublas->run(r.dtype, r.a, r.b, partial, r.m, r.n, r.k);
+  ctx.cublas().run(r.dtype, r.a, r.b, partial, r.m, r.n, r.k);
   const bool all_reduce = r.algo == ReduceAlgo::one_shot || r.algo == ReduceAlgo::two_shot;
   if (all_reduce)
     nccl_check(ncclAllReduce(partial, r.out, size_t(r.m * r.n), nccl_type(r.dtype), ncclSum, comm, main), ctx,

@@ -39,7 +39,6 @@ struct ReduceState {
   UniformCheck uniform;
   uint64_t reads_expected = 0;   // running total of reading blocks (see reduce_kernels.cuh)
   const void* last_signals = nullptr;
-  std::unique_ptr<gemm::CublasGemm> cublas;  // the decomposed path's GEMM, made on first use
 };
 
 // Validation shared by both ops (local, before anything collective or any launch).

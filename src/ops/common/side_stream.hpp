@@ -1,8 +1,10 @@
-// src/ops/common/side_stream.hpp — the second stream a fused op runs its communication on.
+// src/ops/common/side_stream.hpp — an op's hand-over to and from the context's side stream.
 //
 // fork(): the side stream waits for everything issued so far on the caller's stream (so the
 // previous call's GEMM is done before its buffers are refilled); join(): the caller's stream waits
 // for the side stream, so the op is complete, in stream order, when the caller's stream says so.
+// The stream itself is the Context's (created with its main stream, see Context::side_stream);
+// each op keeps its own pair of events.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,18 +16,14 @@ namespace tilelink::ops {
 
 class SideStream {
  public:
-  explicit SideStream(Context& ctx) {
+  explicit SideStream(Context& ctx) : stream_(ctx.side_stream()) {
     TL_CUDA_CHECK(cudaSetDevice(ctx.device()));
-    // Default priority: every rank's kernels fit in its SM share, so communication needs no
-    // precedence to make progress, and one priority class keeps the hardware-queue mapping simple.
-    TL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TL_CUDA_CHECK(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
     TL_CUDA_CHECK(cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming));
   }
   ~SideStream() {
     cudaEventDestroy(joined_);
     cudaEventDestroy(forked_);
-    cudaStreamDestroy(stream_);
   }
   SideStream(const SideStream&) = delete;
   SideStream& operator=(const SideStream&) = delete;
