@@ -164,6 +164,9 @@ TEST_P(AgGemm, StressRandomShapesOneRankLate) {
     cublasHandle_t h;
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     std::mt19937_64 rng(seed);  // same sequence on every rank: the calls agree
+    // Allocation and cuBLAS setup may wait for the device: all ranks finish them before any
+    // rank's calls (whose kernels wait for the others) start.
+    ctx.barrier();
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     for (int i = 0; i < calls; ++i) {
       Shape s{int64_t(1 + rng() % max_shape.m_per_rank), int64_t(8 * (1 + rng() % (max_shape.n / 8))),

@@ -99,8 +99,10 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
 class ReduceOps : public tt::WorldSizeTest {};
 
 TEST_P(ReduceOps, EveryVariantMatchesReference) {
-  // REFERENCE.md GEMM-RS shapes scaled: K divided by 8 as on 8 ranks, M reduced.
-  const Shape shapes[] = {{1024, 4096, 1376}, {512, 3584, 1792}};
+  // REFERENCE.md GEMM-RS shapes scaled: K divided by 8 as on 8 ranks, M reduced (to a multiple
+  // of the world size, which reduce-scatter needs).
+  const int64_t w = ranks();
+  const Shape shapes[] = {{1024 / w * w, 4096, 1376}, {512 / w * w, 3584, 1792}};
   for (const Variant& v : tt::all_reduce_variants())
     for (const Shape& s : shapes) {
       const uint64_t seed = tt::fresh_seed();
@@ -153,6 +155,9 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
     cublasHandle_t h;
     ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     std::mt19937_64 rng(seed);  // same sequence on every rank
+    // Allocation and cuBLAS setup may wait for the device: all ranks finish them before any
+    // rank's calls (whose kernels wait for the others) start.
+    ctx.barrier();
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::vector<std::string> history;  // printed by rank 0 if a call fails: which calls preceded it
     try {
