@@ -114,6 +114,7 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     report_device_ = static_cast<ll::WaitReport*>(report_device);
     heap_base_[rank_] = heap_;
     visible_reports_.push_back(report_);
+    visible_peers_.push_back(this);
 
     // One-time driver setup of the GEMM kernels and cuBLAS, now rather than inside a first op
     // call: both may wait for the device, and inside a call other ranks sharing this GPU may
@@ -248,7 +249,14 @@ bool Context::is_symmetric(const void* p, size_t bytes) const {
   return heap_ != nullptr && addr >= base && layout_.contains(addr - base, bytes);
 }
 
-uint64_t Context::begin_op(const char* op) { return ops_.begin(op); }
+uint64_t Context::begin_op(const char* op) {
+  const uint64_t epoch = ops_.begin(op);
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  progress_epoch_ = epoch;
+  progress_op_ = ops_.op();
+  progress_stage_ = "began";
+  return epoch;
+}
 
 bool Context::tracing() {
   static const bool on = [] {
@@ -258,7 +266,12 @@ bool Context::tracing() {
   return on;
 }
 
-void Context::trace(const char* stage) const {
+void Context::trace(const char* stage) {
+  {
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    progress_epoch_ = ops_.epoch();
+    progress_stage_ = stage;
+  }
   if (!tracing()) return;
   std::fprintf(stderr, "[tilelink rank %d epoch %llu] %s: %s\n", rank_, (unsigned long long)ops_.epoch(),
                ops_.op().c_str(), stage);
@@ -294,7 +307,12 @@ void Context::raise(const char* op, cudaError_t err) {
   f.error_text = cudaGetErrorString(err);
   std::vector<ll::WaitReport> reports;
   for (const ll::WaitReport* r : visible_reports_) reports.push_back(snapshot(r));
-  throw Error(failure_message(f, reports));
+  std::vector<RankProgress> progress;
+  for (const Context* c : visible_peers_) {
+    std::lock_guard<std::mutex> lock(c->progress_mutex_);
+    progress.push_back({c->rank_, c->progress_epoch_, c->progress_op_, c->progress_stage_});
+  }
+  throw Error(failure_message(f, reports, progress));
 }
 
 }  // namespace tilelink

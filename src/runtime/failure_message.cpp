@@ -26,7 +26,8 @@ std::string describe_wait(const ll::WaitReport& r) {
   return os.str();
 }
 
-std::string failure_message(const OpFailure& f, const std::vector<ll::WaitReport>& reports) {
+std::string failure_message(const OpFailure& f, const std::vector<ll::WaitReport>& reports,
+                            const std::vector<RankProgress>& progress) {
   std::ostringstream os;
   os << "tilelink: op '" << f.op << "' (call " << f.epoch << ") failed on rank " << f.rank;
   if (f.device >= 0) os << " (GPU " << f.device << ")";
@@ -43,6 +44,16 @@ std::string failure_message(const OpFailure& f, const std::vector<ll::WaitReport
   else
     os << "\n  a signal that never arrived means a producer did not notify, or notified a "
           "different slot or epoch; raise TILELINK_WAIT_TIMEOUT_MS only if the work is just slow";
+  if (progress.size() > 1) {
+    std::vector<RankProgress> sorted = progress;
+    std::sort(sorted.begin(), sorted.end(), [](const RankProgress& a, const RankProgress& b) { return a.rank < b.rank; });
+    os << "\n  host progress (the last stage each rank enqueued):";
+    for (const auto& p : sorted) {
+      os << "\n    rank " << p.rank << ": ";
+      if (p.epoch == 0) os << "no op call yet";
+      else os << "call " << p.epoch << " (" << p.op << "): " << p.stage;
+    }
+  }
   return os.str();
 }
 

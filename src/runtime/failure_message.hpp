@@ -22,9 +22,18 @@ struct OpFailure {
   std::string error_text;  // cudaGetErrorString
 };
 
+// Where a rank's host thread last was: the call it last began and the last stage of it that it
+// enqueued (Context::trace). A rank whose host never enqueued what its peers wait for shows here.
+struct RankProgress {
+  int rank = -1;
+  uint64_t epoch = 0;  // 0: no op call began yet
+  std::string op, stage;
+};
+
 // The whole message: what failed where, then every wait report with failed != 0 (in rank order),
-// or a hint when no wait timed out.
-std::string failure_message(const OpFailure& failure, const std::vector<ll::WaitReport>& reports);
+// or a hint when no wait timed out, then each rank's host progress when there is more than one.
+std::string failure_message(const OpFailure& failure, const std::vector<ll::WaitReport>& reports,
+                            const std::vector<RankProgress>& progress = {});
 
 // Copies a report the device may have written (host-mapped memory) into a plain value.
 ll::WaitReport snapshot(const volatile ll::WaitReport* report);

@@ -62,10 +62,11 @@ InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
     contexts_[r] = std::make_unique<Context>(*bootstraps_[r], devices[r], options);
     contexts_[r]->connect(/*same_process=*/true);
   });
-  // Every rank can read every rank's wait report: errors name whichever wait timed out.
+  // Every rank can read every rank's wait report and host progress: errors name whichever wait
+  // timed out and how far each rank's host got.
   for (auto& mine : contexts_)
     for (auto& other : contexts_)
-      if (other != mine) mine->add_visible_report(other->wait_report());
+      if (other != mine) mine->add_visible_peer(*other);
 }
 
 InProcessWorld::~InProcessWorld() {

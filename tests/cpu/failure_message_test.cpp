@@ -82,6 +82,26 @@ TEST(FailureMessage, SaysSoWhenNoWaitTimedOut) {
   EXPECT_EQ(msg.find("timed out on rank"), std::string::npos) << msg;
 }
 
+// Which rank's host never enqueued what its peers wait for: every rank's last stage, in rank order.
+TEST(FailureMessage, ListsEachRanksHostProgress) {
+  const std::vector<RankProgress> progress = {{2, 127, "ag_gemm", "checked, buffers ready"},
+                                              {0, 127, "ag_gemm", "GEMM enqueued"},
+                                              {1, 0, "", ""}};
+  const std::string msg =
+      failure_message(launch_failure(), {timed_out(0, "rank_wait", 2, 10, 0, 127, 125)}, progress);
+  const size_t r0 = msg.find("rank 0: call 127 (ag_gemm): GEMM enqueued");
+  const size_t r1 = msg.find("rank 1: no op call yet");
+  const size_t r2 = msg.find("rank 2: call 127 (ag_gemm): checked, buffers ready");
+  ASSERT_NE(msg.find("host progress"), std::string::npos) << msg;
+  ASSERT_NE(r0, std::string::npos) << msg;
+  ASSERT_NE(r1, std::string::npos) << msg;
+  ASSERT_NE(r2, std::string::npos) << msg;
+  EXPECT_LT(r0, r1);
+  EXPECT_LT(r1, r2);
+  // One rank (a process of a multi-process world) sees only itself: nothing to compare.
+  EXPECT_EQ(failure_message(launch_failure(), {}, {progress[0]}).find("host progress"), std::string::npos);
+}
+
 TEST(FailureMessage, SnapshotCopiesEveryByte) {
   const ll::WaitReport r = timed_out(5, "rank_wait", 11, 12, 6, 13, 14);
   const ll::WaitReport copy = snapshot(&r);

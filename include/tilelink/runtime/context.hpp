@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -149,16 +150,21 @@ class Context {
   void synchronize(const char* op);
   // Translates a failed CUDA status from a launch or sync of `op` into an Error (as above).
   [[noreturn]] void raise(const char* op, cudaError_t err);
-  // The wait reports of the ranks this process can read (all ranks in-process, self otherwise).
-  void add_visible_report(ll::WaitReport* r) { visible_reports_.push_back(r); }
+  // Lets this context's errors show `peer`'s wait report and host progress (in-process worlds:
+  // every rank sees every rank; otherwise a rank sees itself).
+  void add_visible_peer(const Context& peer) {
+    visible_reports_.push_back(peer.report_);
+    visible_peers_.push_back(&peer);
+  }
   ll::WaitReport* wait_report() const { return report_; }
 
   Bootstrap& bootstrap() { return bootstrap_; }
 
-  // Host-side trace of an op's progress on this rank (stderr, with rank and epoch) when the
-  // environment sets TILELINK_TRACE=1: which stage a rank reached when another one timed out.
+  // Records the stage an op call reached on this rank's host (`stage` must outlive the context:
+  // a string literal); an error names every visible rank's last stage. With TILELINK_TRACE=1
+  // each stage is printed to stderr too, with rank and epoch.
   static bool tracing();
-  void trace(const char* stage) const;
+  void trace(const char* stage);
 
   // Host-side state an op keeps for the life of the context (its streams, events, last epoch,
   // validated shapes), created on first use as T(Context&).
@@ -184,6 +190,11 @@ class Context {
   ll::WaitReport* report_ = nullptr;           // host-mapped pinned
   ll::WaitReport* report_device_ = nullptr;    // its device address
   std::vector<ll::WaitReport*> visible_reports_;
+  std::vector<const Context*> visible_peers_;
+  mutable std::mutex progress_mutex_;       // guards the two below (read by peers' errors)
+  uint64_t progress_epoch_ = 0;
+  std::string progress_op_;
+  const char* progress_stage_ = "";
   std::unique_ptr<PeerMapping> peers_;
   std::unique_ptr<gemm::CublasGemm> cublas_;
 
