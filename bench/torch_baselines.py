@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The baselines users have today, on N GPUs: PyTorch cuBLAS + NCCL (sequential) and PyTorch
-async-TP (torch.ops.symm_mem fused ops), on the REFERENCE.md shapes.
+async-TP (torch.ops.symm_mem fused ops), on the reference shapes.
 
     torchrun --nproc-per-node 8 bench/torch_baselines.py [--csv FILE] [--iters 20]
 
@@ -8,7 +8,7 @@ Prints, per shape: the GEMM alone, the collective alone, sequential, async-TP, i
 --iters timed calls after warm-up, CUDA events, all ranks synchronised per sample; each sample is
 the slowest rank's time; the launches are queued behind a GPU spin so Python's launch latency is
 not counted). Compare with `mpirun -np N build/bin/tilelink-bench <op> --mpi` in the
-same session. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
+same run. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 """
 import argparse
 import os

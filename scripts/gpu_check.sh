@@ -28,7 +28,7 @@ done
 logs="${logs:-$build/gpu-logs}"
 mkdir -p "$logs"
 
-# NVLink multicast stays off on shared machines (DESIGN.md §1.2).
+# NVLink multicast stays off: on shared machines a program using it can take the host's GPUs out of service.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$logs/gpu.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures on a machine with several GPUs (issue 5), from an existing build: the GPU tests (their
+# Measures on a machine with several GPUs, from an existing build: the GPU tests (their
 # in-process worlds put rank r on GPU r % #GPUs), the multi-process tests and benchmarks (one
 # process per GPU under mpirun), and the PyTorch baselines (torchrun), all logged to LOG_DIR.
 #

@@ -9,7 +9,7 @@ build="${TILELINK_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 
-# Multicast/NVLS stays off on the machines tilelink is tested on (DESIGN.md §1.2).
+# Multicast/NVLS stays off on the machines tilelink is tested on (it can take a shared host's GPUs out of service).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 labels=()

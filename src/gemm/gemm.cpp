@@ -138,7 +138,7 @@ double wave_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
 }
 
 // Relative per-tile speed of each kernel against cuBLAS on full waves, for K > 2048 and
-// K <= 2048: the median over the REFERENCE.md shapes of (best ratio to cuBLAS) / wave_efficiency,
+// K <= 2048: the median over the reference shapes of (best ratio to cuBLAS) / wave_efficiency,
 // from `tilelink-bench gemm --sweep` on the H200 (2026-11-29, docs/PERF.md). The 128x176,
 // 256x112, 128x144 and 128x224 tiles measured 0.4-0.7x cuBLAS there and were dropped.
 // pp_64x128_c2x1 is fitted to the decode-sized-M sweep instead (M = 128, N 8192, K 3584).
@@ -153,7 +153,7 @@ constexpr Prior kPriors[] = {
     {GemmConfig::pp_128x192_c2x1, 1.069, 1.068},   {GemmConfig::pp_128x128_c2x1, 1.039, 1.043},
     {GemmConfig::pp_128x128_c1x2, 1.02, 1.02},  // at its best raster (along_m) a bit below c2x1
     // Decode-sized M: 0.96x cuBLAS at M = 128 (wave efficiency 0.97), `gemm --sweep --shapes decode`,
-    // third session. Its 2x1 cluster multicasts each B tile to both 64-row tiles: decode GEMMs are
+    // 2026-11-29 evening. Its 2x1 cluster multicasts each B tile to both 64-row tiles: decode GEMMs are
     // bound by reading B, and the 1x2 cluster (B read twice through L2) reached only 0.80x.
     // Above decode sizes (unmeasured there) it stays below every 128-row tile.
     {GemmConfig::pp_64x128_c2x1, 0.99, 0.99, 512, 0.83},
@@ -204,7 +204,7 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
   }
   TL_REQUIRE(best_score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
   // Raster and swizzle: the sweep's most robust setting per kernel (geometric mean and worst case
-  // over the REFERENCE.md shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80
+  // over the reference shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80
   // worst), except the 1x2-cluster ping-pong, which prefers along_m (0.978 mean).
   const GemmConfigInfo& chosen = config_info(best.config);
   best.raster = chosen.schedule == GemmSchedule::pp && chosen.cluster_n > 1 ? Raster::along_m : Raster::along_n;

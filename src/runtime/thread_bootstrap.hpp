@@ -1,7 +1,7 @@
 // Collectives among the threads of one process (the ranks of an InProcessWorld). No CUDA here:
 // the barrier, allgather, abort and timeout logic are tested on the CPU.
 //
-// Two properties users rely on (DESIGN.md §5, "no silent hang"):
+// Two properties users rely on (no silent hang):
 // - abortable: when one rank fails, the ranks blocked in (or later entering) a barrier get an
 //   Error "rank X failed: ..." instead of waiting forever for it;
 // - bounded: a barrier that some rank never reaches fails after a timeout, naming those ranks.

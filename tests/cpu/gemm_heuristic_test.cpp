@@ -1,5 +1,5 @@
 // The GEMM engine's config choice (src/gemm/gemm.cpp) on the shapes it was fitted to: the
-// REFERENCE.md TP shapes and decode-sized M (docs/PERF.md). Pure host logic: runs without a GPU
+// reference TP shapes and decode-sized M (docs/PERF.md). Pure host logic: runs without a GPU
 // (the SM budget is given, so no device is queried).
 #include <gtest/gtest.h>
 

@@ -45,7 +45,7 @@ TEST(OpRules, AgGemmFusedOnlyWhereTheGemmHidesTheGather) {
     return tilelink::ag_gemm_choose_path(t, {DType::bf16, nullptr, nullptr, nullptr, m / t.world, n, k});
   };
   using tilelink::OpPath;
-  // 2 H200s (docs/PERF.md, third session): fused won every M = 8192 shape and M = 2048 for
+  // 2 H200s (docs/PERF.md, 2026-11-29 evening): fused won every M = 8192 shape and M = 2048 for
   // N/8 >= 3584; NCCL + cuBLAS won the smaller N at M = 2048 and M <= 512, even at 110 GFLOP.
   for (const auto& s : {std::array<int64_t, 3>{8192, 1376, 4096}, {8192, 1792, 4096}, {8192, 3584, 8192},
                         {8192, 6656, 16384}, {8192, 3696, 8192}, {2048, 3584, 8192}, {2048, 6656, 16384},

@@ -4,7 +4,7 @@
 // shape. World N (in-process ranks on the visible GPUs; all on one GPU when there is one): every
 // mode against "copy, then cuBLAS" (each rank gathers with cudaMemcpyAsync, then cuBLAS), plus the
 // copy alone and the GEMM alone, for % of ideal = max(T_gemm, T_copy) / T_op.
-// Shapes: REFERENCE.md AG-GEMM (global M, N, K), with each rank's B the N/8 shard of TP8;
+// Shapes: reference AG-GEMM (global M, N, K), with each rank's B the N/8 shard of TP8;
 // --shapes small | decode (M 128, 512, 2048 on the same N, K). "decomposed": the op's own
 // gather-then-cuBLAS path; "auto": default options (the rule's choice).
 #include <cstdio>
@@ -26,7 +26,7 @@ struct Shape {
 const std::vector<Shape> kReferenceShapes = {
     {8192, 11008, 4096}, {8192, 14336, 4096}, {8192, 28672, 8192}, {8192, 53248, 16384}, {8192, 29568, 8192}};
 const std::vector<Shape> kSmallShapes = {{2048, 11008, 4096}, {1024, 28672, 8192}};
-// Decode-sized batches (REFERENCE.md: M in 128 … 2048 must not lose) on the same N, K.
+// Decode-sized batches (reference: M in 128 … 2048 must not lose) on the same N, K.
 std::vector<Shape> decode_shapes() {
   std::vector<Shape> v;
   for (int64_t m : {128, 512, 2048})

@@ -1,6 +1,6 @@
 // tilelink-bench gemm — the GEMM engine against cuBLAS, interleaved in one process.
 //
-//   tilelink-bench gemm                 REFERENCE.md shapes, choose_config's plan vs cuBLAS
+//   tilelink-bench gemm                 reference shapes, choose_config's plan vs cuBLAS
 //   tilelink-bench gemm --sweep         every compiled config x raster x swizzle per shape, the
 //                                       best per shape re-measured; prints the table the
 //                                       heuristic is fitted to
@@ -58,7 +58,7 @@ struct BenchShape {
 };
 
 std::vector<BenchShape> reference_shapes(const std::string& which) {
-  // REFERENCE.md dense TP shapes at 8 ranks: AG-GEMM with N / 8, GEMM-RS with K / 8.
+  // reference dense TP shapes at 8 ranks: AG-GEMM with N / 8, GEMM-RS with K / 8.
   const std::vector<BenchShape> ag = {{"ag", 8192, 1376, 4096},
                                       {"ag", 8192, 1792, 4096},
                                       {"ag", 8192, 3584, 8192},
@@ -67,7 +67,7 @@ std::vector<BenchShape> reference_shapes(const std::string& which) {
   const std::vector<BenchShape> rs = {{"rs", 8192, 4096, 1376}, {"rs", 8192, 4096, 1792},
                                       {"rs", 8192, 3584, 1792}, {"rs", 8192, 4608, 4608},
                                       {"rs", 8192, 8192, 3584}, {"rs", 8192, 8192, 3696}};
-  // Decode-sized GEMM-AR per rank (N 8192, K 28672 / 8): REFERENCE.md's small-M set.
+  // Decode-sized GEMM-AR per rank (N 8192, K 28672 / 8): the reference decode set (docs/PERF.md).
   std::vector<BenchShape> decode;
   for (int64_t m : {128, 256, 512, 1024, 2048}) decode.push_back({"decode", m, 8192, 3584});
   if (which == "ag") return ag;
@@ -506,5 +506,5 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
 
 }  // namespace
 
-TILELINK_BENCH_COMMAND(gemm, "GEMM engine vs cuBLAS (bf16, REFERENCE.md shapes); --sweep, --with-hooks",
+TILELINK_BENCH_COMMAND(gemm, "GEMM engine vs cuBLAS (bf16, reference shapes); --sweep, --with-hooks",
                        run_gemm_bench);

@@ -5,7 +5,7 @@
 // every fused algorithm against the decomposed path (the GEMM, then the reduction — NCCL when every
 // rank has its own GPU, tilelink's reduction kernel when ranks share one), plus cuBLAS alone;
 // % of ideal = max(T_gemm, T_reduce) / T_op with T_reduce = T_decomposed - T_gemm.
-// gemm_rs shapes: REFERENCE.md GEMM-RS (M, N, global K; each rank's K is K/8 as in TP8).
+// gemm_rs shapes: reference GEMM-RS (M, N, global K; each rank's K is K/8 as in TP8).
 // gemm_ar shapes: decode batches M in {128 … 2048} of a TP8 row-parallel layer (N 8192, K 28672/8).
 #include <cstdio>
 #include <memory>

@@ -3,7 +3,7 @@
 // DECLARED ONLY. They compile for sm_90a, but NVLS is disabled on the machines tilelink runs on:
 // the runtime never creates a multicast object (never calls cuMulticastCreate), no tilelink op or
 // test calls these, and calling them on a non-multicast address is undefined. They exist so the
-// primitive set matches DESIGN.md §1.2 and a future NVLS backend has its contracts in place.
+// primitive set is complete and a future NVLS backend has its contracts in place.
 //
 //   multimem_ld_reduce_add_relaxed_sys_f32(mc)        sum over all ranks of the f32 at mc
 //   multimem_ld_reduce_add_relaxed_sys_bf16x2_v4(mc)  16 bytes of bf16x2 summed (f32 accumulate)

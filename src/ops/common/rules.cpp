@@ -8,9 +8,9 @@
 namespace tilelink {
 
 // ---- ag_gemm -----------------------------------------------------------------------------------
-// Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md, third session, after the gather's
+// Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md, 2026-11-29 evening, after the gather's
 // chunking and batched stream writes):
-//  * one GPU per rank, 2 H200s, 20 shapes (M = 128 ... 8192, the five REFERENCE.md N/8 x K),
+//  * one GPU per rank, 2 H200s, 20 shapes (M = 128 ... 8192, the five reference N/8 x K),
 //    fused push/sm against NCCL all-gather + cuBLAS: won on every M = 8192 shape (1.02-1.13x,
 //    down to 92 GFLOP per rank) and at M = 2048 for N/8 >= 3584 (1.04-1.23x, >= 120 GFLOP);
 //    lost at M = 2048 for N/8 = 1376/1792 (0.89-0.93x, 23-30 GFLOP) and at M = 512 (0.89-0.97x,
@@ -39,7 +39,7 @@ OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
 // ---- gemm_rs -----------------------------------------------------------------------------------
 ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {
   // Rule (docs/OPS.md), from the H200 measurements (docs/PERF.md):
-  //  * one GPU per rank (2 H200s over NVLink): fused ring/push won on every REFERENCE.md shape
+  //  * one GPU per rank (2 H200s over NVLink): fused ring/push won on every reference shape
   //    with its default SMs (1.23-1.48x over cuBLAS + NCCL reduce-scatter at K <= 2048 per rank,
   //    1.04-1.23x above);
   //  * ranks sharing a GPU (8 in-process ranks): fused ring/push won on every shape (1.28-1.42x

@@ -1,5 +1,5 @@
 // ag_gemm on in-process worlds of 1 to 8 ranks on the visible GPUs: every mode (push/pull x
-// SM/copy engine, decomposed, automatic), REFERENCE.md shapes scaled to fit, odd M, bf16 and fp16. Each case: fresh random
+// SM/copy engine, decomposed, automatic), reference shapes scaled to fit, odd M, bf16 and fp16. Each case: fresh random
 // A and B per rank, C and the gathered A poisoned with NaN, C checked against an fp32 cuBLAS
 // reference over the gathered A (built from every rank's A), the gathered A checked bitwise, and
 // C checked bitwise against the same op with communication disabled. Then a stress loop of
@@ -120,7 +120,7 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
 class AgGemm : public tt::WorldSizeTest {};
 
 TEST_P(AgGemm, EveryModeMatchesReference) {
-  // REFERENCE.md AG-GEMM shapes scaled to one GPU: N divided by 8 as on 8 ranks, M and K reduced.
+  // reference AG-GEMM shapes scaled to one GPU: N divided by 8 as on 8 ranks, M and K reduced.
   const Shape shapes[] = {{256, 1376, 1024}, {512, 1792, 512}, {128, 3584, 2048}};
   for (const Mode& mode : kModes) {
     for (const Shape& s : shapes) {

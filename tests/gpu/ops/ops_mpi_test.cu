@@ -1,7 +1,7 @@
 // The fused ops across processes: MpiWorld under mpirun, one process per GPU on a multi-GPU
 // machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
 // (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
-// size, bf16 and fp16, REFERENCE.md shapes scaled and odd shapes, then a stress loop with one
+// size, bf16 and fp16, reference shapes scaled and odd shapes, then a stress loop with one
 // rank starting late.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
@@ -162,7 +162,7 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
   struct S {
     int64_t m, n, k;
   };
-  // REFERENCE.md GEMM-RS shapes scaled (K/8 as on 8 ranks), then rows that straddle tiles, decode M.
+  // reference GEMM-RS shapes scaled (K/8 as on 8 ranks), then rows that straddle tiles, decode M.
   const S shapes[] = {{1024, 4096, 1376}, {104 * w, 264, 520}, {w, 1024, 256}};
   for (const auto& v : tt::all_reduce_variants())
     for (const S& s : shapes)

@@ -1,5 +1,5 @@
 // gemm_rs and gemm_ar on in-process worlds of 1 to 8 ranks on the visible GPUs: every
-// algorithm and mode, fused and decomposed, REFERENCE.md shapes scaled to fit, bf16 and fp16.
+// algorithm and mode, fused and decomposed, reference shapes scaled to fit, bf16 and fp16.
 // Each case: fresh random A, B per rank; C poisoned with NaN; C checked against the fp32 cuBLAS
 // sum over all ranks' A_q·B_qᵀ (every rank computes it from all ranks' inputs). Then 1,000
 // back-to-back calls with random shapes and one rank starting late.
@@ -99,7 +99,7 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
 class ReduceOps : public tt::WorldSizeTest {};
 
 TEST_P(ReduceOps, EveryVariantMatchesReference) {
-  // REFERENCE.md GEMM-RS shapes scaled: K divided by 8 as on 8 ranks, M reduced (to a multiple
+  // reference GEMM-RS shapes scaled: K divided by 8 as on 8 ranks, M reduced (to a multiple
   // of the world size, which reduce-scatter needs).
   const int64_t w = ranks();
   const Shape shapes[] = {{1024 / w * w, 4096, 1376}, {512 / w * w, 3584, 1792}};
