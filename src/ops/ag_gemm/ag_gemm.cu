@@ -101,9 +101,9 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   // The side stream runs small kernels before its gather (the bounded one-warp waits, unlike
   // cuStreamWaitValue; the copy of this rank's own rows) and GEMM tiles wait for what comes after
   // them, so each rank keeps one SM of its share free for them. Without it, ranks sharing a GPU
-  // can fill every SM with GEMM tiles and *other* ranks' gather blocks (4 ranks per H200: 4 x
-  // (29 + 4) = 132) and the side stream never runs: a bounded-wait error. With the copy engine
-  // that SM is all the communication takes.
+  // could fill every SM with GEMM tiles and *other* ranks' gather blocks (4 ranks per H200:
+  // 4 x (29 + 4) = 132), leaving none for a side stream's next kernel. With the copy engine that
+  // SM is all the communication takes.
   const bool shared_gpu = ctx.max_ranks_per_gpu() > 1;
   const int comm_sms = sm_engine ? (o.comm_sms ? o.comm_sms : default_comm_sms(ctx))
                                  : (world > 1 && o.communicate ? 1 : 0);

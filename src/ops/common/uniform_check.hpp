@@ -29,8 +29,9 @@ class UniformCheck {
  public:
   using Field = std::pair<const char*, int64_t>;
 
-  // Returns, in the order given, the maximum over the ranks of each `agreed` field.
-  std::vector<int64_t> require(Context& ctx, const char* op, std::initializer_list<Field> equal,
+  // Returns, in the order given, the maximum over the ranks of each `agreed` field (valid until
+  // the next call: read it at once). Cached calls allocate nothing beyond the signature.
+  const std::vector<int64_t>& require(Context& ctx, const char* op, std::initializer_list<Field> equal,
                                       std::initializer_list<Field> agreed = {}) {
     std::vector<int64_t> mine;
     for (const auto& f : equal) mine.push_back(f.second);
