@@ -1,6 +1,8 @@
 // One rank's handle on a world: its heap, signal pool, stream, epoch and wait report.
 #include "tilelink/runtime/context.hpp"
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -171,7 +173,44 @@ void Context::connect(bool same_process) {
     }
     peers_ = std::move(mapping);
   }
+  warm_streams();
   barrier();  // nobody signals a peer before that peer is mapped everywhere
+}
+
+void Context::warm_streams() {
+  // The driver sets up some of a stream's resources on its first use of a kind of operation (a
+  // copy, a copy from a peer, a stream memory operation), and that setup may wait for the device.
+  // Inside an op call, other ranks sharing this GPU may already have kernels spinning on this
+  // rank's signals, so such a first use would stall until their waits time out. Each kind of
+  // operation the ops issue runs once on both streams here, while no rank has anything in flight.
+  uint64_t* scratch = signal_pool_ + layout_.allocate_signals(2, "stream warm-up");
+  // Through the runtime's entry point: programs that link the runtime without a GPU driver (the
+  // CPU tests) must not need libcuda.
+  using BatchMemOp = CUresult (*)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int);
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  check_cuda(cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", &entry, 12000, cudaEnableDefault, &found),
+             "cudaGetDriverEntryPointByVersion", "cuStreamBatchMemOp");
+  TL_REQUIRE(found == cudaDriverEntryPointSuccess && entry != nullptr, "the CUDA driver has no cuStreamBatchMemOp");
+  const auto batch_mem_op = reinterpret_cast<BatchMemOp>(entry);
+  for (cudaStream_t s : {stream_, side_stream_}) {
+    check_cuda(cudaMemcpyAsync(scratch + 1, scratch, sizeof(uint64_t), cudaMemcpyDefault, s),
+               "cudaMemcpyAsync", "stream warm-up, local");
+    for (int r = 0; r < num_ranks_; ++r)
+      if (r != rank_)
+        check_cuda(cudaMemcpyAsync(scratch + 1, heap_base_[r], sizeof(uint64_t), cudaMemcpyDefault, s),
+                   "cudaMemcpyAsync", "stream warm-up, from rank ", r);
+    CUstreamBatchMemOpParams writes[2] = {};
+    for (int i = 0; i < 2; ++i) {
+      writes[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+      writes[i].writeValue.address = reinterpret_cast<CUdeviceptr>(scratch + i);
+      writes[i].writeValue.value64 = 0;
+    }
+    const CUresult written = batch_mem_op(s, 2, writes, 0);
+    if (written != CUDA_SUCCESS)
+      detail::fail(detail::rank_prefix(), ": cuStreamBatchMemOp (stream warm-up) failed: CUresult ", int(written));
+    check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize", "stream warm-up");
+  }
 }
 
 void Context::disconnect() {

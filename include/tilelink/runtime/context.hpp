@@ -203,6 +203,8 @@ class Context {
                         const char* unit);
   [[noreturn]] void rethrow_with_rank(const Error& e) const;
   void release() noexcept;
+  // Runs each kind of stream operation the ops issue once on both streams (see context.cpp).
+  void warm_streams();
   // Declared last: destroyed first, while the device, heap and streams are still alive.
   std::map<std::string, std::shared_ptr<void>> op_states_;
 };

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/common/failure_report.hpp"
 #include "ops/common/op_gemm.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
@@ -77,7 +78,7 @@ int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine,
 
 }  // namespace
 
-void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
+static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   validate_local(ctx, a, o);
   auto& st = ctx.op_state<AgGemmState>(kOp);
   const OpPath path = o.path == OpPath::automatic ? ag_gemm_choose_path(ctx, a) : o.path;
@@ -248,6 +249,10 @@ void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
   ctx.trace("GEMM enqueued");
   copy_out();
   if (gather && o.mode == CommMode::pull) st.last_pull_epoch = epoch;
+}
+
+void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
+  ops::reporting_device_failures(ctx, kOp, [&] { ag_gemm_enqueue(ctx, a, o); });
 }
 
 }  // namespace tilelink

@@ -1,6 +1,7 @@
 // src/ops/gemm_ar/gemm_ar.cu — GEMM-AllReduce: pick path and algorithm, then fused_reduce.cu.
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 
+#include "ops/common/failure_report.hpp"
 #include "ops/common/fused_reduce.hpp"
 
 namespace tilelink {
@@ -8,7 +9,7 @@ namespace {
 constexpr const char* kOp = "gemm_ar";
 }  // namespace
 
-void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
+static void gemm_ar_enqueue(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
   const ArAlgo algo = o.algo == ArAlgo::automatic ? gemm_ar_choose_algo(ctx, a) : o.algo;
   ops::ReduceRequest r{kOp, a.dtype, a.a, a.b, a.c, a.m, a.n, a.k,
                        algo == ArAlgo::one_shot ? ops::ReduceAlgo::one_shot : ops::ReduceAlgo::two_shot,
@@ -22,6 +23,10 @@ void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
                                 {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
+}
+
+void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
+  ops::reporting_device_failures(ctx, kOp, [&] { gemm_ar_enqueue(ctx, a, o); });
 }
 
 }  // namespace tilelink

@@ -1,6 +1,7 @@
 // src/ops/gemm_rs/gemm_rs.cu — GEMM-ReduceScatter: pick the path, then fused_reduce.cu does it.
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 
+#include "ops/common/failure_report.hpp"
 #include "ops/common/fused_reduce.hpp"
 
 namespace tilelink {
@@ -13,7 +14,7 @@ ops::ReduceRequest request(const GemmRsArgs& a, const GemmRsOptions& o, RsSchedu
 }
 }  // namespace
 
-void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
+static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
   const RsSchedule sched = o.algo == RsAlgo::automatic ? gemm_rs_choose_algo(ctx) : RsSchedule{o.algo, o.mode};
   ops::ReduceRequest r = request(a, o, sched);
   ops::validate_reduce(ctx, r);
@@ -26,6 +27,10 @@ void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
                                 {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
+}
+
+void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
+  ops::reporting_device_failures(ctx, kOp, [&] { gemm_rs_enqueue(ctx, a, o); });
 }
 
 }  // namespace tilelink
