@@ -1,4 +1,5 @@
 // Random data, poison and bitwise comparison for GPU tests (see gpu_test.hpp).
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -35,13 +36,16 @@ void cuda_or_fail(cudaError_t err, const char* call) {
 }  // namespace
 
 uint64_t fresh_seed() {
+  // A failure's seed can be replayed; otherwise every run draws new data.
+  if (const char* fixed = std::getenv("TILELINK_TEST_SEED"); fixed != nullptr && *fixed != '\0')
+    return std::strtoull(fixed, nullptr, 0);
   std::random_device rd;
   return (uint64_t(rd()) << 32) ^ rd();
 }
 
 std::string seed_trace(uint64_t seed) {
   std::ostringstream os;
-  os << "random seed 0x" << std::hex << seed << " (fresh every run)";
+  os << "random seed 0x" << std::hex << seed << " (fresh every run; TILELINK_TEST_SEED=0x" << seed << " replays it)";
   return os.str();
 }
 

@@ -6,9 +6,10 @@
 //             topology is part of the matrix: with one GPU visible all ranks share it; with two,
 //             odd sizes share them unevenly (3 ranks: two on GPU 0, one on GPU 1). Tests must
 //             hold on any of these layouts (scripts/gpu_check.sh runs both visibilities).
-//   Data:     fresh_seed() differs every run (print it: SCOPED_TRACE(seed_trace(seed))); random
-//             bytes are a pure function of (seed, index), identical on host and device, so the
-//             expected result of a peer's data is computed on the host without a download;
+//   Data:     fresh_seed() differs every run unless TILELINK_TEST_SEED fixes it (print it:
+//             SCOPED_TRACE(seed_trace(seed))); random bytes are a pure function of (seed,
+//             index), identical on host and device, so the expected result of a peer's data is
+//             computed on the host without a download;
 //             poison_device() before a run; bytes_equal() compares bitwise and names the first
 //             mismatches.
 //   MPI:      run_tests_in_mpi_world() is the main() of the multi-process tests (mpirun);

@@ -168,31 +168,42 @@ TEST_P(AgGemm, StressRandomShapesOneRankLate) {
     // rank's calls (whose kernels wait for the others) start.
     ctx.barrier();
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    for (int i = 0; i < calls; ++i) {
-      Shape s{int64_t(1 + rng() % max_shape.m_per_rank), int64_t(8 * (1 + rng() % (max_shape.n / 8))),
-              int64_t(8 * (1 + rng() % (max_shape.k / 8)))};
-      const Mode mode = kModes[rng() % tt::kNumAgModes];
-      const bool check = i % 50 == 49;
-      if (check) {
-        tt::fill_uniform(DType::bf16, mine.a, s.m_per_rank * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
-        tt::fill_uniform(DType::bf16, mine.b, s.n * s.k, tt::mix_seed(seed, r, i, 1), 1.0f, st);
-        tt::poison_nan(DType::bf16, mine.c, s.m_per_rank * w * s.n, st);
+    Shape s{};
+    Mode mode{};
+    int i = 0;
+    // An error here may end every rank's calls; it says which call and seed replay it.
+    try {
+      for (; i < calls; ++i) {
+        s = Shape{int64_t(1 + rng() % max_shape.m_per_rank), int64_t(8 * (1 + rng() % (max_shape.n / 8))),
+                int64_t(8 * (1 + rng() % (max_shape.k / 8)))};
+        mode = kModes[rng() % tt::kNumAgModes];
+        const bool check = i % 50 == 49;
+        if (check) {
+          tt::fill_uniform(DType::bf16, mine.a, s.m_per_rank * s.k, tt::mix_seed(seed, r, i), 1.0f, st);
+          tt::fill_uniform(DType::bf16, mine.b, s.n * s.k, tt::mix_seed(seed, r, i, 1), 1.0f, st);
+          tt::poison_nan(DType::bf16, mine.c, s.m_per_rank * w * s.n, st);
+        }
+        AgGemmOptions opt = tt::ag_options(mode);
+        AgGemmArgs args{DType::bf16, mine.a, mine.b, mine.c, s.m_per_rank, s.n, s.k,
+                        check ? mine.gathered : nullptr};
+        tilelink::ag_gemm(ctx, args, opt);
+        if (check) {
+          ctx.synchronize("ag_gemm stress");
+          const int64_t m = s.m_per_rank * w;
+          tt::reference_gemm(h, DType::bf16, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
+          const auto tol = tt::gemm_tolerance(DType::bf16, s.k);
+          const auto cmp = tt::compare(DType::bf16, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
+          ASSERT_EQ(cmp.bad, 0) << "call " << i << " rank " << r << " (" << mode_name(mode) << " m_per_rank "
+                                << s.m_per_rank << " n " << s.n << " k " << s.k << "): " << tt::describe(cmp);
+        }
       }
-      AgGemmOptions opt = tt::ag_options(mode);
-      AgGemmArgs args{DType::bf16, mine.a, mine.b, mine.c, s.m_per_rank, s.n, s.k,
-                      check ? mine.gathered : nullptr};
-      tilelink::ag_gemm(ctx, args, opt);
-      if (check) {
-        ctx.synchronize("ag_gemm stress");
-        const int64_t m = s.m_per_rank * w;
-        tt::reference_gemm(h, DType::bf16, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
-        const auto tol = tt::gemm_tolerance(DType::bf16, s.k);
-        const auto cmp = tt::compare(DType::bf16, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
-        ASSERT_EQ(cmp.bad, 0) << "call " << i << " rank " << r << " (" << mode_name(mode) << " m_per_rank "
-                              << s.m_per_rank << " n " << s.n << " k " << s.k << "): " << tt::describe(cmp);
-      }
+      ctx.synchronize("ag_gemm stress");
+    } catch (const tilelink::Error& e) {
+      std::ostringstream os;
+      os << e.what() << "\n  (stress call " << i << " on rank " << r << ": " << mode_name(mode) << " m_per_rank "
+         << s.m_per_rank << " n " << s.n << " k " << s.k << ", " << tt::seed_trace(seed) << ")";
+      throw tilelink::Error(os.str());
     }
-    ctx.synchronize("ag_gemm stress");
     cublasDestroy(h);
     ctx.barrier();
     mine.release();
