@@ -1,0 +1,16 @@
+// MpiWorld in a build configured with TILELINK_WITH_MPI=OFF: the class exists (the header is the
+// same for every build), and making one says how to get it.
+#include "tilelink/runtime/world.hpp"
+
+namespace tilelink {
+
+MpiWorld::MpiWorld(int*, char***, WorldOptions) {
+  detail::fail("MpiWorld: this tilelink was built without MPI (TILELINK_WITH_MPI=OFF); configure it "
+               "with -DTILELINK_WITH_MPI=ON, or make the world with InProcessWorld");
+}
+
+MpiWorld::~MpiWorld() = default;
+
+int MpiWorld::size() const { return context_->num_ranks(); }
+
+}  // namespace tilelink
