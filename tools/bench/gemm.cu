@@ -5,6 +5,9 @@
 //                                       best per shape re-measured; prints the table the
 //                                       heuristic is fitted to
 //   tilelink-bench gemm --with-hooks    cost of world-size-1 signal hooks (eager / deferred)
+//   tilelink-bench gemm --sweep-random N   N random shapes (M log-uniform in 1-16384, N and K
+//                                       multiples of 8 in 256-32768; --seed S, else a fresh seed,
+//                                       printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (sweep subset)  --sets N (input buffer sets, >= 2)  --sm-budget N
 //        --csv FILE  --no-check
@@ -26,12 +29,14 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench/gpu_spin.hpp"
 #include "bench/registry.hpp"
+#include "bench/shape_sample.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/testing_hooks.cuh"
 #include "tilelink/runtime/error.hpp"
@@ -303,7 +308,18 @@ std::string plan_str(const GemmPlan& p) {
 }
 
 int run_gemm_bench(const tilelink::bench::Args& args) {
-  const auto shapes = reference_shapes(args.get("shapes", "all"));
+  std::vector<BenchShape> shapes;
+  uint64_t seed = 0;
+  const bool random_shapes = args.has("sweep-random");
+  if (random_shapes) {
+    const std::string fixed = args.get("seed", "");
+    seed = fixed.empty() ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
+                         : std::stoull(fixed, nullptr, 0);
+    for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed))
+      shapes.push_back({"rand", d.m, d.n, d.k});
+  } else {
+    shapes = reference_shapes(args.get("shapes", "all"));
+  }
   const int samples = std::max<long>(20, args.get_int("samples", 30));
   const int sweep_samples = std::max<long>(5, args.get_int("sweep-samples", 12));
   const int sets = std::max<long>(2, args.get_int("sets", 2));
@@ -322,6 +338,9 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   std::printf("gemm bench: %s, %d SMs, sm budget %d, bf16 TN, %d input sets, %d samples (sweep %d)\n", prop.name,
               prop.multiProcessorCount, budget > 0 ? budget : prop.multiProcessorCount, sets, samples,
               sweep_samples);
+  if (random_shapes)
+    std::printf("%zu random shapes, seed 0x%llx (--seed 0x%llx repeats them)\n", shapes.size(),
+                (unsigned long long)seed, (unsigned long long)seed);
   std::fflush(stdout);
 
   auto engine = [&](Buffers& b, const GemmPlan& p) -> Launch {
@@ -339,21 +358,24 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   std::printf("%-6s %6s %6s %6s  %-34s %9s %8s %9s %8s %7s  %s\n", "group", "M", "N", "K", "plan", "ms", "TFLOP/s",
               "cublas ms", "TFLOP/s", "ratio", "check");
   std::fflush(stdout);
-  double log_sum = 0;
+  std::vector<double> ratios;
   for (const auto& s : shapes) {
     Buffers b(s, sets);
     const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget);
     std::string chk = "skipped";
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
     const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
-    log_sum += std::log(med[1] / med[0]);
+    ratios.push_back(med[1] / med[0]);
     std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f  %s\n", s.group.c_str(), (long long)s.M,
                 (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
                 tflops(s, med[1]), med[1] / med[0], chk.c_str());
     std::fflush(stdout);
     csv.row("heuristic", s, p, med[0], med[1]);
   }
-  std::printf("geomean ratio (cuBLAS time / engine time): %.3f\n", std::exp(log_sum / double(shapes.size())));
+  const auto sum = tilelink::bench::summarize_ratios(ratios);
+  std::printf("ratio (cuBLAS time / engine time) over %d shapes: geomean %.3f, min %.3f, p10 %.3f, median %.3f, "
+              "%d below 0.90\n",
+              sum.count, sum.geomean, sum.min, sum.p10, sum.median, sum.below_090);
   std::fflush(stdout);
 
   // ---- 2. sweep ----------------------------------------------------------------------------
@@ -506,5 +528,5 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
 
 }  // namespace
 
-TILELINK_BENCH_COMMAND(gemm, "GEMM engine vs cuBLAS (bf16, reference shapes); --sweep, --with-hooks",
+TILELINK_BENCH_COMMAND(gemm, "GEMM engine vs cuBLAS (bf16, reference shapes); --sweep, --sweep-random N, --with-hooks",
                        run_gemm_bench);

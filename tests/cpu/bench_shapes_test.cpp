@@ -1,0 +1,59 @@
+// The random GEMM shapes of `tilelink-bench gemm --sweep-random` and the summary it prints.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "bench/shape_sample.hpp"
+
+namespace tilelink::bench {
+namespace {
+
+TEST(RandomGemmShapes, StayInRangeAlignedAndSpreadOverDecades) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto shapes = random_gemm_shapes(20000, seed);
+  ASSERT_EQ(shapes.size(), 20000u);
+  int small_m = 0, small_n = 0;
+  for (const auto& s : shapes) {
+    ASSERT_GE(s.m, 1);
+    ASSERT_LE(s.m, 16384);
+    for (int64_t d : {s.n, s.k}) {
+      ASSERT_GE(d, 256);
+      ASSERT_LE(d, 32768);
+      ASSERT_EQ(d % 8, 0);
+    }
+    small_m += s.m <= 128;
+    small_n += s.n <= 2048;
+  }
+  // Log-uniform: M <= 128 is half of [1, 16384] in log scale; N <= 2048 is three sevenths of
+  // [256, 32768]. 20000 draws put both within a few standard deviations (~0.004).
+  EXPECT_NEAR(small_m / 20000.0, std::log(128.0) / std::log(16384.0), 0.03);
+  EXPECT_NEAR(small_n / 20000.0, std::log(8.0) / std::log(128.0), 0.03);
+}
+
+TEST(RandomGemmShapes, SameSeedSameShapesOtherSeedOthers) {
+  const auto a = random_gemm_shapes(50, 7), b = random_gemm_shapes(50, 7), c = random_gemm_shapes(50, 8);
+  int same_as_other_seed = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].m, b[i].m);
+    EXPECT_EQ(a[i].n, b[i].n);
+    EXPECT_EQ(a[i].k, b[i].k);
+    same_as_other_seed += a[i].m == c[i].m && a[i].n == c[i].n && a[i].k == c[i].k;
+  }
+  EXPECT_LT(same_as_other_seed, 3);
+}
+
+TEST(RatioSummary, GeomeanPercentilesAndCountBelowThreshold) {
+  const RatioSummary s = summarize_ratios({1.0, 0.5, 2.0, 0.89, 1.1, 1.0, 1.0, 1.0, 1.0, 1.0});
+  EXPECT_EQ(s.count, 10);
+  EXPECT_NEAR(s.geomean, std::exp((std::log(0.5) + std::log(2.0) + std::log(0.89) + std::log(1.1)) / 10.0), 1e-12);
+  EXPECT_DOUBLE_EQ(s.min, 0.5);
+  EXPECT_DOUBLE_EQ(s.p10, 0.5);     // 1st of 10 sorted
+  EXPECT_DOUBLE_EQ(s.median, 1.0);  // 5th of 10 sorted: 0.5 0.89 1 1 [1] ...
+  EXPECT_EQ(s.below_090, 2);
+  EXPECT_EQ(summarize_ratios({}).count, 0);
+}
+
+}  // namespace
+}  // namespace tilelink::bench
