@@ -30,6 +30,8 @@ mkdir -p "$logs"
 
 # NVLink multicast stays off: on shared machines a program using it can take the host's GPUs out of service.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# In-process ranks sharing a GPU need these before the first CUDA call (InProcessWorld checks).
+export CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$logs/gpu.txt"
 rc=0

@@ -11,6 +11,8 @@ logs="${1:-$build/multi-gpu-logs}"
 mkdir -p "$logs"
 # NVLink multicast stays off: a program using it can take the host's GPUs out of service.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# In-process ranks sharing a GPU need these before the first CUDA call (InProcessWorld checks).
+export CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32
 n=$(nvidia-smi -L | grep -c '^GPU ')
 echo "$n GPUs" | tee "$logs/gpus.txt"
 nvidia-smi topo -m >> "$logs/gpus.txt" 2>&1

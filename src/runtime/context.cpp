@@ -17,21 +17,6 @@
 
 namespace tilelink {
 
-namespace {
-// Ranks' kernels spin (bounded) on signals that other ranks' kernels — possibly launched later —
-// will set. Under CUDA's lazy module loading (the default since CUDA 12), the first launch of a
-// kernel may wait for the device while the spinning kernels occupy it, so such a launch stalls
-// until their waits time out. Loading every kernel when the context is created avoids that; it
-// must happen before the process's first CUDA call, hence a static initializer. A value the user
-// set explicitly is kept.
-[[maybe_unused]] const bool kEagerModuleLoading = setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
-// The GPU feeds streams through CUDA_DEVICE_MAX_CONNECTIONS hardware queues (default 8); streams
-// sharing a queue are serialised. Each rank runs two streams, so 8 in-process ranks need 16
-// queues, or a kernel waiting for a peer's side stream can sit in front of it in the same queue
-// (seen on the H200: 8 ranks deadlocked until their waits timed out). 32 is the maximum.
-[[maybe_unused]] const bool kHardwareQueues = setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) == 0;
-}  // namespace
-
 using detail::check_cuda;
 
 namespace {

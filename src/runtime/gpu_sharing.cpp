@@ -2,6 +2,7 @@
 #include "gpu_sharing.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tilelink {
 
@@ -21,6 +22,15 @@ GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me) {
   }
   s.sm_share = std::max(s.sm_share, 1);
   return s;
+}
+
+int hardware_queues(const char* env_value) {
+  constexpr int kDefault = 8, kMax = 32;  // CUDA's documented default and limit
+  if (env_value == nullptr || *env_value == '\0') return kDefault;
+  char* end = nullptr;
+  const long v = std::strtol(env_value, &end, 10);
+  if (*end != '\0' || v < 1) return kDefault;
+  return int(std::min<long>(v, kMax));
 }
 
 }  // namespace tilelink

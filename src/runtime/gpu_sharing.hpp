@@ -25,4 +25,13 @@ struct GpuSharing {
 // so every rank computes the same values from the same allgathered reports.
 GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me);
 
+// In-process ranks sharing one GPU share its hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS,
+// default 8); streams mapped to the same queue run one after the other. Each rank runs two
+// streams, and a kernel waiting for a peer's side stream must never sit in front of it in one
+// queue (seen on the H200: 8 ranks on one GPU with the default deadlocked until their waits timed
+// out). The queues a GPU with `ranks_per_gpu` in-process ranks needs:
+inline int hardware_queues_needed(int ranks_per_gpu) { return ranks_per_gpu > 1 ? 2 * ranks_per_gpu : 0; }
+// The queues CUDA gives each GPU under `env_value` (CUDA_DEVICE_MAX_CONNECTIONS, nullptr: unset).
+int hardware_queues(const char* env_value);
+
 }  // namespace tilelink

@@ -1,8 +1,13 @@
 // N ranks in one process: a thread per rank, rank r on GPU r % #GPUs, heaps shared by pointer.
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <utility>
 
 #include "check.hpp"
+#include "gpu_sharing.hpp"
 #include "options.hpp"
 #include "thread_bootstrap.hpp"
 #include "tilelink/runtime/world.hpp"
@@ -40,6 +45,33 @@ void enable_peer_access(const std::vector<int>& devices) {
   check_cuda(cudaSetDevice(previous), "cudaSetDevice", previous);
 }
 
+// Ranks sharing a GPU in one process share its CUDA context: a driver operation one rank's thread
+// starts can wait for kernels of another rank that spin (bounded) on this rank's signals. Two
+// such operations are avoided only by the environment the process started with, which a library
+// must not change behind its host program's back (the program may be PyTorch, with its own
+// NCCL): checked here, named in the error.
+void require_sharing_environment(int ranks_per_gpu) {
+  if (ranks_per_gpu < 2) return;
+  // Lazy module loading (CUDA's default) loads a kernel at its first launch, and the load waits
+  // for the device.
+  using GetLoadingMode = CUresult (*)(CUmoduleLoadingMode*);
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  check_cuda(cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &entry, 12000, cudaEnableDefault, &found),
+             "cudaGetDriverEntryPointByVersion", "cuModuleGetLoadingMode");
+  CUmoduleLoadingMode mode = CU_MODULE_LAZY_LOADING;
+  if (found == cudaDriverEntryPointSuccess && entry != nullptr)
+    TL_REQUIRE(reinterpret_cast<GetLoadingMode>(entry)(&mode) == CUDA_SUCCESS, "cuModuleGetLoadingMode failed");
+  const int queues = hardware_queues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+  const int needed = hardware_queues_needed(ranks_per_gpu);
+  TL_REQUIRE(mode == CU_MODULE_EAGER_LOADING && queues >= needed, "InProcessWorld: ", ranks_per_gpu,
+             " ranks share one GPU in this process, which needs CUDA_MODULE_LOADING=EAGER (now ",
+             mode == CU_MODULE_EAGER_LOADING ? "EAGER" : "LAZY", ") and CUDA_DEVICE_MAX_CONNECTIONS >= ", needed,
+             " (now ", queues, ") in the environment before the process's first CUDA call, e.g.\n"
+             "  CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32 ./program\n"
+             "or run one rank per GPU");
+}
+
 }  // namespace
 
 InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
@@ -49,6 +81,7 @@ InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
   const int device_count = detail::visible_device_count("InProcessWorld");
   std::vector<int> devices(num_ranks);
   for (int r = 0; r < num_ranks; ++r) devices[r] = r % device_count;
+  require_sharing_environment((num_ranks + device_count - 1) / device_count);
   enable_peer_access(devices);
 
   shared_ = std::make_unique<Shared>(num_ranks,

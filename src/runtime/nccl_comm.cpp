@@ -1,7 +1,6 @@
 // src/runtime/nccl_comm.cpp — see tilelink/runtime/nccl.hpp.
 #include "tilelink/runtime/nccl.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -16,8 +15,6 @@ struct NcclState {
     // would otherwise enter ncclCommInitRank while its peers never do.
     TL_REQUIRE(ctx.max_ranks_per_gpu() == 1, "NCCL needs one GPU per rank, but up to ", ctx.max_ranks_per_gpu(),
                " ranks of this world share a GPU (rank ", ctx.rank(), " is on GPU ", ctx.device(), ")");
-    // NVLink SHARP (multicast) stays off on shared machines; a caller's explicit setting wins.
-    setenv("NCCL_NVLS_ENABLE", "0", 0);
     ncclUniqueId id{};
     if (ctx.rank() == 0) nccl_check(ncclGetUniqueId(&id), ctx, "ncclGetUniqueId");
     std::vector<char> all(sizeof(id) * ctx.num_ranks());  // everyone takes rank 0's id

@@ -73,3 +73,17 @@ TEST(GpuSharing, SmallestShareOfUnequalGpus) {
 }
 
 }  // namespace
+
+TEST(GpuSharing, HardwareQueues) {
+  using tilelink::hardware_queues;
+  using tilelink::hardware_queues_needed;
+  EXPECT_EQ(hardware_queues(nullptr), 8);
+  EXPECT_EQ(hardware_queues(""), 8);
+  EXPECT_EQ(hardware_queues("16"), 16);
+  EXPECT_EQ(hardware_queues("64"), 32);  // CUDA caps it
+  EXPECT_EQ(hardware_queues("many"), 8);
+  EXPECT_EQ(hardware_queues_needed(1), 0);  // a GPU to itself needs nothing of the environment
+  EXPECT_LE(hardware_queues_needed(4), hardware_queues("8"));
+  EXPECT_GT(hardware_queues_needed(8), hardware_queues(nullptr));
+  EXPECT_LE(hardware_queues_needed(8), hardware_queues("32"));
+}

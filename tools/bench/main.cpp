@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
     list_commands(stderr);
     return 1;
   }
+  // Benchmarks run several in-process ranks on one GPU, which needs this environment before the
+  // first CUDA call (InProcessWorld explains why); values the caller set are kept.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   if (!have_hopper_gpu()) return 2;
 
   // Commands create their own worlds. Under --mpi, MPI is initialised here once for all of them,
