@@ -5,7 +5,7 @@
 
 namespace tilelink::gemm {
 
-CublasGemm::CublasGemm(cudaStream_t stream) {
+CublasGemm::CublasGemm(cudaStream_t stream) : stream_(stream) {
   TL_REQUIRE(cublasCreate(&handle_) == CUBLAS_STATUS_SUCCESS, "cublasCreate failed");
   TL_REQUIRE(cublasSetStream(handle_, stream) == CUBLAS_STATUS_SUCCESS, "cublasSetStream failed");
   const size_t ws = size_t(32) << 20;
@@ -18,7 +18,9 @@ CublasGemm::~CublasGemm() {
   cudaFree(workspace_);
 }
 
-void CublasGemm::run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k) {
+void CublasGemm::run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k,
+                     std::optional<cudaStream_t> stream) {
+  TL_REQUIRE(cublasSetStream(handle_, stream.value_or(stream_)) == CUBLAS_STATUS_SUCCESS, "cublasSetStream failed");
   // Row-major D = A·Bᵀ is column-major Dᵀ = B·Aᵀ: cuBLAS sees B transposed, A as is.
   const cudaDataType_t t = dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   const float alpha = 1.0f, beta = 0.0f;

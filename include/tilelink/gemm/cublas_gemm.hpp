@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "tilelink/ops/common.hpp"
 
@@ -23,11 +24,14 @@ class CublasGemm {
   ~CublasGemm();
   CublasGemm(const CublasGemm&) = delete;
   CublasGemm& operator=(const CublasGemm&) = delete;
-  // Throws tilelink::Error naming the shape when cuBLAS rejects the call.
-  void run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k);
+  // On `stream` (unset: the one the handle was made with). Throws tilelink::Error naming the
+  // shape when cuBLAS rejects the call.
+  void run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k,
+           std::optional<cudaStream_t> stream = {});
 
  private:
   cublasHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
   void* workspace_ = nullptr;
 };
 

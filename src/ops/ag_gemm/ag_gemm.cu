@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "ops/common/failure_report.hpp"
+#include "ops/common/op_call.hpp"
 #include "ops/common/op_gemm.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
@@ -78,7 +78,7 @@ int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine,
 
 }  // namespace
 
-static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
+static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o, cudaStream_t main) {
   validate_local(ctx, a, o);
   auto& st = ctx.op_state<AgGemmState>(kOp);
   const OpPath path = o.path == OpPath::automatic ? ag_gemm_choose_path(ctx, a) : o.path;
@@ -132,7 +132,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   if (signals != st.last_workspace) {
     // New (zeroed) slots: the earlier calls' handshakes live in the old ones. Drain every rank's
     // earlier calls once (rare: only when the shape grows), then start the protocol afresh.
-    TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+    TL_CUDA_CHECK(cudaStreamSynchronize(main));
     TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
     ctx.barrier();
     st.last_workspace = signals;
@@ -142,8 +142,8 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   const uint64_t epoch = ctx.begin_op(kOp);
   ctx.trace("checked, buffers ready");
   const ll::Team team = ctx.team();
-  cudaStream_t main = ctx.stream(), side = st.side.get();
-  auto cublas_gemm = [&] { ctx.cublas().run(a.dtype, gathered, a.b, a.c, m_total, a.n, a.k); };
+  const cudaStream_t side = st.side.get();
+  auto cublas_gemm = [&] { ctx.cublas().run(a.dtype, gathered, a.b, a.c, m_total, a.n, a.k, main); };
   auto copy_out = [&] {
     if (a.a_gathered)
       TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
@@ -252,7 +252,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
 }
 
 void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
-  ops::reporting_device_failures(ctx, kOp, [&] { ag_gemm_enqueue(ctx, a, o); });
+  ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { ag_gemm_enqueue(ctx, a, o, stream); });
 }
 
 }  // namespace tilelink

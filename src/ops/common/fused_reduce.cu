@@ -88,7 +88,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   uint64_t* unit_signals = gemm_signals + gemm_slots;
   if (signals != st.last_signals) {
     // Fresh zeroed slots: drain every rank's earlier calls, then restart the running totals.
-    TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+    TL_CUDA_CHECK(cudaStreamSynchronize(r.stream));
     TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
     ctx.barrier();
     st.last_signals = signals;
@@ -99,7 +99,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   const uint64_t epoch = ctx.begin_op(r.op);
   ctx.trace(overlap ? "checked, buffers ready (fused)" : "checked, buffers ready (decomposed)");
   const ll::Team team = ctx.team();
-  cudaStream_t main = ctx.stream();
+  const cudaStream_t main = r.stream;
   // The GEMM starts on the rows the reduction consumes first (reduce_kernels.cuh).
   const int32_t first_row = one_shot ? int32_t(r.m * me / world) : rb.block_begin((me + 1) % world);
   const tile::TileNotifyHooks hooks{team, rb.grid, gemm_signals, notify, first_row};
@@ -166,12 +166,12 @@ void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
   }
   ctx.begin_op(r.op);
   ncclComm_t comm = nccl_comm(ctx);
-  cudaStream_t main = ctx.stream();
+  const cudaStream_t main = r.stream;
   const size_t bytes = size_t(r.m * r.n) * dtype_size(r.dtype);
   void* partial = ctx.symmetric_workspace(std::string(r.op) + ".partial", bytes);
   // cuBLAS, not the engine: the engine has no split-K yet and loses at decode-sized M (0.61x at
   // M = 256, docs/PERF.md), and the decomposed path must never be slower than the user's own.
-  ctx.cublas().run(r.dtype, r.a, r.b, partial, r.m, r.n, r.k);
+  ctx.cublas().run(r.dtype, r.a, r.b, partial, r.m, r.n, r.k, main);
   const bool all_reduce = r.algo == ReduceAlgo::one_shot || r.algo == ReduceAlgo::two_shot;
   if (all_reduce)
     nccl_check(ncclAllReduce(partial, r.out, size_t(r.m * r.n), nccl_type(r.dtype), ncclSum, comm, main), ctx,

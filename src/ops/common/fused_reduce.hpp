@@ -30,6 +30,7 @@ struct ReduceRequest {
   // The largest K of any rank (K shards may differ): the tile grid, and with it every signal
   // slot, and the reduction's block count are planned from it, so all ranks plan alike.
   int64_t k_plan = 0;
+  cudaStream_t stream = nullptr;  // the caller's stream for this call (op_call.hpp)
 };
 
 struct ReduceState {

@@ -1,7 +1,7 @@
 // src/ops/gemm_ar/gemm_ar.cu — GEMM-AllReduce: pick path and algorithm, then fused_reduce.cu.
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 
-#include "ops/common/failure_report.hpp"
+#include "ops/common/op_call.hpp"
 #include "ops/common/fused_reduce.hpp"
 
 namespace tilelink {
@@ -9,11 +9,12 @@ namespace {
 constexpr const char* kOp = "gemm_ar";
 }  // namespace
 
-static void gemm_ar_enqueue(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
+static void gemm_ar_enqueue(Context& ctx, const GemmArArgs& a, const GemmArOptions& o, cudaStream_t stream) {
   const ArAlgo algo = o.algo == ArAlgo::automatic ? gemm_ar_choose_algo(ctx, a) : o.algo;
   ops::ReduceRequest r{kOp, a.dtype, a.a, a.b, a.c, a.m, a.n, a.k,
                        algo == ArAlgo::one_shot ? ops::ReduceAlgo::one_shot : ops::ReduceAlgo::two_shot,
                        CommMode::pull, o.comm_sms};
+  r.stream = stream;
   ops::validate_reduce(ctx, r);
   auto& st = ctx.op_state<ops::ReduceState>(kOp);
   const ReducePath path = o.path == ReducePath::automatic ? gemm_ar_choose_path(ctx, a) : o.path;
@@ -26,7 +27,7 @@ static void gemm_ar_enqueue(Context& ctx, const GemmArArgs& a, const GemmArOptio
 }
 
 void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
-  ops::reporting_device_failures(ctx, kOp, [&] { gemm_ar_enqueue(ctx, a, o); });
+  ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { gemm_ar_enqueue(ctx, a, o, stream); });
 }
 
 }  // namespace tilelink

@@ -1,7 +1,7 @@
 // src/ops/gemm_rs/gemm_rs.cu — GEMM-ReduceScatter: pick the path, then fused_reduce.cu does it.
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 
-#include "ops/common/failure_report.hpp"
+#include "ops/common/op_call.hpp"
 #include "ops/common/fused_reduce.hpp"
 
 namespace tilelink {
@@ -14,9 +14,10 @@ ops::ReduceRequest request(const GemmRsArgs& a, const GemmRsOptions& o, RsSchedu
 }
 }  // namespace
 
-static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
+static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o, cudaStream_t stream) {
   const RsSchedule sched = o.algo == RsAlgo::automatic ? gemm_rs_choose_algo(ctx) : RsSchedule{o.algo, o.mode};
   ops::ReduceRequest r = request(a, o, sched);
+  r.stream = stream;
   ops::validate_reduce(ctx, r);
   auto& st = ctx.op_state<ops::ReduceState>(kOp);
   const ReducePath path = o.path == ReducePath::automatic ? gemm_rs_choose_path(ctx, a) : o.path;
@@ -30,7 +31,7 @@ static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptio
 }
 
 void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
-  ops::reporting_device_failures(ctx, kOp, [&] { gemm_rs_enqueue(ctx, a, o); });
+  ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { gemm_rs_enqueue(ctx, a, o, stream); });
 }
 
 }  // namespace tilelink

@@ -245,6 +245,60 @@ TEST(AgGemmInput, RejectsBadShapesAndAlignment) {
   });
 }
 
+// Calls on the caller's streams, alternating between two with no synchronisation in between:
+// each call must still see the previous one finished with the shared workspaces. The results
+// must equal, bitwise, the same calls run one at a time on the context's stream.
+TEST_P(AgGemm, CallsOnCallerStreams) {
+  const int calls = 6;
+  const Shape s{384, 1024, 1024};
+  const uint64_t seed = tt::fresh_seed();
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const int w = ranks();
+  world().run([&](Context& ctx) {
+    const int r = ctx.rank();
+    const int64_t m = s.m_per_rank * w;
+    cudaStream_t own = ctx.stream();
+    cudaStream_t user[2];
+    for (auto& u : user) TL_CUDA_CHECK(cudaStreamCreateWithFlags(&u, cudaStreamNonBlocking));
+    void* b = nullptr;
+    std::vector<void*> a(calls), serial(calls), streamed(calls);
+    TL_CUDA_CHECK(cudaMalloc(&b, s.n * s.k * 2));
+    tt::fill_uniform(DType::bf16, b, s.n * s.k, tt::mix_seed(seed, r, 1000), 1.0f, own);
+    for (int i = 0; i < calls; ++i) {
+      TL_CUDA_CHECK(cudaMalloc(&a[i], s.m_per_rank * s.k * 2));
+      TL_CUDA_CHECK(cudaMalloc(&serial[i], m * s.n * 2));
+      TL_CUDA_CHECK(cudaMalloc(&streamed[i], m * s.n * 2));
+      tt::fill_uniform(DType::bf16, a[i], s.m_per_rank * s.k, tt::mix_seed(seed, r, i), 1.0f, own);
+      tt::poison_nan(DType::bf16, serial[i], m * s.n, own);
+      tt::poison_nan(DType::bf16, streamed[i], m * s.n, own);
+    }
+    ctx.synchronize("test data");
+    ctx.barrier();
+    for (int i = 0; i < calls; ++i) {
+      tilelink::ag_gemm(ctx, {DType::bf16, a[i], b, serial[i], s.m_per_rank, s.n, s.k});
+      ctx.synchronize("ag_gemm on the context's stream");
+    }
+    for (int i = 0; i < calls; ++i) {
+      AgGemmOptions opt;
+      opt.stream = user[i % 2];
+      tilelink::ag_gemm(ctx, {DType::bf16, a[i], b, streamed[i], s.m_per_rank, s.n, s.k}, opt);
+    }
+    for (auto& u : user) TL_CUDA_CHECK(cudaStreamSynchronize(u));
+    for (int i = 0; i < calls; ++i) {
+      const auto want = tt::download(serial[i], m * s.n * 2, own);
+      const auto got = tt::download(streamed[i], m * s.n * 2, own);
+      EXPECT_TRUE(tt::bytes_equal(want.data(), got.data(), want.size(),
+                                  "call " + std::to_string(i) + " on a caller's stream, rank " + std::to_string(r)));
+    }
+    ctx.barrier();  // peers may still read this rank's A until every rank is done
+    for (void* p : a) cudaFree(p);
+    for (void* p : serial) cudaFree(p);
+    for (void* p : streamed) cudaFree(p);
+    cudaFree(b);
+    for (auto& u : user) cudaStreamDestroy(u);
+  });
+}
+
 TILELINK_WORLD_SIZES(AgGemm);
 
 }  // namespace

@@ -11,14 +11,17 @@
 // all-gather when every rank has its own GPU, the op's own gather on the copy engines otherwise.
 //
 //   tilelink::AgGemmArgs args{DType::bf16, a_local, b, c, m_per_rank, n, k};
-//   tilelink::ag_gemm(ctx, args);                       // on ctx.stream(), SPMD on every rank
+//   tilelink::ag_gemm(ctx, args);     // SPMD on every rank, on ctx.stream() or options.stream
 //
 // Inputs are checked before launch: dtype, alignment (16 B), K and N multiples of 8, and that
 // m_per_rank, K, dtype and the options agree across ranks (checked collectively the first time a
 // combination is seen on this context).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <optional>
 
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/path.hpp"
@@ -48,6 +51,9 @@ struct AgGemmOptions {
   // false: skip the gather and use the A already gathered on this rank by an earlier call with
   // the same shape and path (benchmarks of the compute part; bitwise checks against the full op).
   bool communicate = true;
+  // The stream the call runs on (unset: ctx.stream()). A context's calls run one after another
+  // whatever their streams: a call on another stream than the previous one waits for it.
+  std::optional<cudaStream_t> stream;
 };
 
 // What `automatic` picks for this shape on this topology (the rule of docs/OPS.md).

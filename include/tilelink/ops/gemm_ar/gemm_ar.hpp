@@ -8,7 +8,10 @@
 // Decomposed: GEMM then all-reduce (cuBLAS + NCCL when every rank has its own GPU).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <optional>
 
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"  // ReducePath
@@ -33,6 +36,9 @@ struct GemmArOptions {
   ReducePath path = ReducePath::automatic;
   ArAlgo algo = ArAlgo::automatic;
   int comm_sms = 0;
+  // The stream the call runs on (unset: ctx.stream()). A context's calls run one after another
+  // whatever their streams: a call on another stream than the previous one waits for it.
+  std::optional<cudaStream_t> stream;
 };
 
 // What `automatic` picks for this shape on this topology (the rules of docs/OPS.md).

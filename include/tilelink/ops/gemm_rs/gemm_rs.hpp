@@ -13,7 +13,10 @@
 //   tilelink::gemm_rs(ctx, args);     // options.path = automatic | fused | decomposed
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <optional>
 
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/path.hpp"
@@ -41,6 +44,9 @@ struct GemmRsOptions {
   RsAlgo algo = RsAlgo::automatic;  // automatic also picks `mode` (gemm_rs_choose_algo)
   CommMode mode = CommMode::push;
   int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, 16-32 on a whole GPU)
+  // The stream the call runs on (unset: ctx.stream()). A context's calls run one after another
+  // whatever their streams: a call on another stream than the previous one waits for it.
+  std::optional<cudaStream_t> stream;
 };
 
 // What `automatic` picks for this shape on this topology (the rules of docs/OPS.md).

@@ -1,0 +1,64 @@
+// src/ops/common/op_call.hpp — what every op call does around its body: pick its stream, order it
+// after the context's previous call, and explain a failure that follows a device fault.
+//
+// Ops of one context share the side stream, the symmetric workspaces and the signal slots, so a
+// call must begin after the previous call of the context ended — also when the caller switched
+// streams between them (the second stream then waits for an event the first call recorded).
+//
+// A bounded wait that times out ends its kernel, and with it the CUDA context of the process: on
+// a GPU shared by in-process ranks, every other rank's next CUDA call or cuBLAS call then fails
+// with a message about itself ("cublasGemmEx failed: status 14"). Whichever rank's error reaches
+// the user first, it should name the wait that timed out and where each rank's host was, which
+// Context::raise collects.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <optional>
+
+#include "tilelink/runtime/context.hpp"
+#include "tilelink/runtime/error.hpp"
+
+namespace tilelink::ops {
+
+class CallOrder {
+ public:
+  explicit CallOrder(Context& ctx) {
+    TL_CUDA_CHECK(cudaSetDevice(ctx.device()));
+    TL_CUDA_CHECK(cudaEventCreateWithFlags(&ended_, cudaEventDisableTiming));
+  }
+  ~CallOrder() { cudaEventDestroy(ended_); }
+  CallOrder(const CallOrder&) = delete;
+  CallOrder& operator=(const CallOrder&) = delete;
+
+  void begin(cudaStream_t stream) {
+    if (last_.has_value() && *last_ != stream) TL_CUDA_CHECK(cudaStreamWaitEvent(stream, ended_, 0));
+  }
+  void end(cudaStream_t stream) {
+    TL_CUDA_CHECK(cudaEventRecord(ended_, stream));
+    last_ = stream;
+  }
+
+ private:
+  cudaEvent_t ended_ = nullptr;
+  std::optional<cudaStream_t> last_;  // stream of the latest call (none yet: unset)
+};
+
+// Runs body(stream) for one call of `op` on `requested` (unset: ctx.stream()).
+template <class Body>
+void run_op_call(Context& ctx, const char* op, std::optional<cudaStream_t> requested, Body&& body) {
+  const cudaStream_t stream = requested.value_or(ctx.stream());
+  auto& order = ctx.op_state<CallOrder>("ops.call_order");
+  try {
+    order.begin(stream);
+    body(stream);
+    order.end(stream);
+  } catch (const Error&) {
+    cudaError_t device = cudaPeekAtLastError();
+    if (device == cudaSuccess) device = cudaStreamQuery(stream);
+    if (device != cudaSuccess && device != cudaErrorNotReady) ctx.raise(op, device);
+    throw;  // the device is fine: the error is about this call's input or host state
+  }
+}
+
+}  // namespace tilelink::ops
