@@ -89,30 +89,16 @@ MpiWorld::MpiWorld(int* argc, char*** argv, WorldOptions options) {
              " so far: run all ranks on one node");
 
   const int device = local_rank % detail::visible_device_count("MpiWorld");
-  check_cuda(cudaSetDevice(device), "cudaSetDevice", device);
   bootstrap_ = std::move(bootstrap);
-  context_ = std::make_unique<Context>(*bootstrap_, device, options);
-  context_->connect(/*same_process=*/false);
+  world_ = std::make_unique<ProcessWorld>(*bootstrap_, device, options);
 }
 
 MpiWorld::~MpiWorld() {
-  // Every rank stops using its peers' heaps, then closes its handles, before any heap is freed.
-  try {
-    if (context_) {
-      bootstrap_->barrier();
-      context_->disconnect();
-      bootstrap_->barrier();
-    }
-  } catch (...) {
-    // A failed world still frees what it holds; the failure was reported where it happened.
-  }
-  context_.reset();
+  world_.reset();
   bootstrap_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owns_mpi_ && !finalized) MPI_Finalize();
 }
-
-int MpiWorld::size() const { return context_->num_ranks(); }
 
 }  // namespace tilelink

@@ -6,11 +6,10 @@ namespace tilelink {
 
 MpiWorld::MpiWorld(int*, char***, WorldOptions) {
   detail::fail("MpiWorld: this tilelink was built without MPI (TILELINK_WITH_MPI=OFF); configure it "
-               "with -DTILELINK_WITH_MPI=ON, or make the world with InProcessWorld");
+               "with -DTILELINK_WITH_MPI=ON, or make the world with InProcessWorld, or with ProcessWorld over "
+               "your own bootstrap");
 }
 
 MpiWorld::~MpiWorld() = default;
-
-int MpiWorld::size() const { return context_->num_ranks(); }
 
 }  // namespace tilelink

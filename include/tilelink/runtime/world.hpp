@@ -2,8 +2,10 @@
 //
 // InProcessWorld: N ranks in one process over the visible GPUs (rank r on GPU r % #GPUs); several
 // ranks may share one GPU. Every test runs this way on a one-GPU machine.
-// MpiWorld: one process per rank launched by mpirun; bootstrap over MPI, peers' heaps mapped with
-// CUDA IPC (two processes may share a GPU; run MPS for them to execute concurrently).
+// ProcessWorld: one process per rank over a bootstrap the caller supplies (a launcher's store,
+// torch.distributed, ...); peers' heaps mapped with CUDA IPC, so every rank is on one node.
+// MpiWorld: a ProcessWorld bootstrapped over MPI, for programs launched by mpirun (two processes
+// may share a GPU; run MPS for them to execute concurrently).
 #pragma once
 
 #include <functional>
@@ -35,6 +37,24 @@ class InProcessWorld {
   std::vector<std::unique_ptr<Context>> contexts_;
 };
 
+class ProcessWorld {
+ public:
+  // Collective: every rank of `bootstrap` constructs its ProcessWorld, on the GPU it runs on.
+  // `bootstrap` must outlive the world.
+  ProcessWorld(Bootstrap& bootstrap, int device, WorldOptions options = {});
+  // Collective too: every rank stops using its peers' heaps before any rank frees its own.
+  ~ProcessWorld();
+  ProcessWorld(const ProcessWorld&) = delete;
+  ProcessWorld& operator=(const ProcessWorld&) = delete;
+
+  int size() const { return context_->num_ranks(); }
+  Context& context() { return *context_; }
+
+ private:
+  Bootstrap& bootstrap_;
+  std::unique_ptr<Context> context_;
+};
+
 class MpiWorld {
  public:
   // Initialises MPI if nobody did (and finalises it in the destructor then).
@@ -43,13 +63,13 @@ class MpiWorld {
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;
 
-  int size() const;
-  Context& context() { return *context_; }
+  int size() const { return world_->size(); }
+  Context& context() { return world_->context(); }
 
  private:
   bool owns_mpi_ = false;
   std::unique_ptr<Bootstrap> bootstrap_;
-  std::unique_ptr<Context> context_;
+  std::unique_ptr<ProcessWorld> world_;
 };
 
 }  // namespace tilelink

@@ -1,0 +1,84 @@
+/* tilelink/c_api.h — a C interface to tilelink's worlds and ops, for foreign-function callers
+ * (the Python package loads libtilelink_c.so through ctypes) and for C programs.
+ *
+ * Every function returns TL_OK or TL_ERROR; after TL_ERROR, tl_last_error() gives the message
+ * (per thread, until the next failing call on that thread). Collective functions must be called
+ * by every rank of the world, in the same order.
+ *
+ *   tl_world* w;
+ *   tl_world_create(rank, size, device, my_allgather, my_barrier, my_state, NULL, &w);
+ *   tl_ag_gemm(w, TL_BF16, a, b, c, m_per_rank, n, k, NULL, TL_PATH_AUTO, stream);
+ *   tl_world_destroy(w);
+ */
+#ifndef TILELINK_C_API_H
+#define TILELINK_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILELINK_C_API_VERSION 1
+
+enum { TL_OK = 0, TL_ERROR = 1 };
+enum { TL_BF16 = 0, TL_FP16 = 1 };                                  /* element types */
+enum { TL_PATH_AUTO = 0, TL_PATH_FUSED = 1, TL_PATH_DECOMPOSED = 2 };  /* fused or not */
+
+typedef struct tl_world tl_world;
+
+/* The caller's bootstrap (e.g. torch.distributed): gather `bytes` from every rank into `all`
+ * (size * bytes, in rank order), and a barrier. Return 0 on success, anything else on failure.
+ * They are called on the thread that called into tilelink, during tl_world_create, during
+ * tl_world_destroy, and during op calls that must check their arguments agree across ranks. */
+typedef int (*tl_allgather_fn)(void* state, const void* mine, void* all, size_t bytes);
+typedef int (*tl_barrier_fn)(void* state);
+
+typedef struct {
+  size_t heap_bytes;        /* symmetric heap per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB */
+  size_t signal_slots;      /* 0: $TILELINK_SIGNAL_SLOTS, else 65536 */
+  uint64_t wait_timeout_ms; /* bound on device-side waits; 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000 */
+} tl_world_options;
+
+typedef struct {
+  int rank, size, device;
+  int sm_count;          /* SMs each rank's kernels may use */
+  int max_ranks_per_gpu; /* 1: every rank has its own GPU */
+  size_t heap_bytes, heap_free;
+} tl_world_info;
+
+int tl_api_version(void);
+const char* tl_last_error(void);
+
+/* Collective. One rank per process, on GPU `device`; peers' heaps are mapped with CUDA IPC (all
+ * ranks on one node). `options` may be NULL. */
+int tl_world_create(int rank, int size, int device, tl_allgather_fn allgather, tl_barrier_fn barrier,
+                    void* state, const tl_world_options* options, tl_world** out);
+/* Collective. Waits for the world's work, unmaps the peers and frees the heap. */
+int tl_world_destroy(tl_world* world);
+int tl_world_query(tl_world* world, tl_world_info* info);
+
+/* Collective: `bytes` of symmetric memory (same offset on every rank), 1 KiB aligned, zeroed
+ * by nobody, valid until the world is destroyed. */
+int tl_symmetric_alloc(tl_world* world, size_t bytes, void** out);
+/* The address of the symmetric object `local` on rank `peer`, as mapped in this process. */
+int tl_peer_pointer(tl_world* world, void* local, int peer, void** out);
+
+/* The ops, SPMD on every rank, enqueued on `stream` (a cudaStream_t; NULL is the legacy default
+ * stream). Row-major operands; see tilelink/ops/<op>/<op>.hpp for the shapes.
+ *   ag_gemm: c[size*m_per_rank, n] = allgather(a[m_per_rank, k]) . b[n, k]^T
+ *   gemm_rs: c[m/size, n] = this rank's rows of sum over ranks of a[m, k] . b[n, k]^T
+ *   gemm_ar: c[m, n] = sum over ranks of a[m, k] . b[n, k]^T */
+int tl_ag_gemm(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m_per_rank, int64_t n,
+               int64_t k, void* a_gathered, int path, void* stream);
+int tl_gemm_rs(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
+               int path, void* stream);
+int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
+               int path, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TILELINK_C_API_H */

@@ -1,0 +1,174 @@
+// src/c_api/c_api.cpp — tilelink/c_api.h: C++ worlds and ops behind a C ABI. Exceptions stop
+// here and become TL_ERROR plus a per-thread message.
+#include "tilelink/c_api.h"
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "tilelink/ops/gemm_ar/gemm_ar.hpp"
+#include "tilelink/ops/gemm_rs/gemm_rs.hpp"
+#include "tilelink/runtime/error.hpp"
+#include "tilelink/runtime/world.hpp"
+
+namespace {
+
+thread_local std::string last_error;
+
+// The caller's allgather and barrier, behind tilelink's Bootstrap.
+class CallbackBootstrap final : public tilelink::Bootstrap {
+ public:
+  CallbackBootstrap(int rank, int size, tl_allgather_fn allgather, tl_barrier_fn barrier, void* state)
+      : rank_(rank), size_(size), allgather_(allgather), barrier_(barrier), state_(state) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allgather(const void* mine, void* all, size_t bytes) override {
+    TL_REQUIRE(allgather_(state_, mine, all, bytes) == 0, "tilelink rank ", rank_,
+               ": the caller's bootstrap allgather failed (", bytes, " bytes per rank)");
+  }
+  void barrier() override {
+    TL_REQUIRE(barrier_(state_) == 0, "tilelink rank ", rank_, ": the caller's bootstrap barrier failed");
+  }
+
+ private:
+  int rank_, size_;
+  tl_allgather_fn allgather_;
+  tl_barrier_fn barrier_;
+  void* state_;
+};
+
+template <class Body>
+int guarded(Body&& body) {
+  try {
+    body();
+    return TL_OK;
+  } catch (const std::bad_alloc&) {
+    last_error = "tilelink: out of host memory";
+  } catch (const std::exception& e) {
+    last_error = e.what();
+  } catch (...) {
+    last_error = "tilelink: unknown error";
+  }
+  return TL_ERROR;
+}
+
+tilelink::DType dtype_of(int dtype) {
+  TL_REQUIRE(dtype == TL_BF16 || dtype == TL_FP16, "tilelink: dtype ", dtype, " is neither TL_BF16 nor TL_FP16");
+  return dtype == TL_BF16 ? tilelink::DType::bf16 : tilelink::DType::fp16;
+}
+
+tilelink::OpPath path_of(int path) {
+  TL_REQUIRE(path == TL_PATH_AUTO || path == TL_PATH_FUSED || path == TL_PATH_DECOMPOSED, "tilelink: path ", path,
+             " is not TL_PATH_AUTO, TL_PATH_FUSED or TL_PATH_DECOMPOSED");
+  return static_cast<tilelink::OpPath>(path);
+}
+
+}  // namespace
+
+struct tl_world {
+  std::unique_ptr<CallbackBootstrap> bootstrap;
+  std::unique_ptr<tilelink::ProcessWorld> world;
+  tilelink::Context& ctx() { return world->context(); }
+};
+
+namespace {
+
+tilelink::Context& context_of(tl_world* w) {
+  TL_REQUIRE(w != nullptr && w->world != nullptr, "tilelink: the world is NULL or destroyed");
+  return w->ctx();
+}
+
+}  // namespace
+
+extern "C" {
+
+int tl_api_version(void) { return TILELINK_C_API_VERSION; }
+
+const char* tl_last_error(void) { return last_error.c_str(); }
+
+int tl_world_create(int rank, int size, int device, tl_allgather_fn allgather, tl_barrier_fn barrier, void* state,
+                    const tl_world_options* options, tl_world** out) {
+  return guarded([&] {
+    TL_REQUIRE(out != nullptr, "tl_world_create: out is NULL");
+    TL_REQUIRE(allgather != nullptr && barrier != nullptr, "tl_world_create: the allgather and barrier are required");
+    *out = nullptr;
+    tilelink::WorldOptions opt;
+    if (options != nullptr) {
+      opt.heap_bytes = options->heap_bytes;
+      opt.signal_slots = options->signal_slots;
+      opt.wait_timeout_ms = options->wait_timeout_ms;
+    }
+    auto w = std::make_unique<tl_world>();
+    w->bootstrap = std::make_unique<CallbackBootstrap>(rank, size, allgather, barrier, state);
+    w->world = std::make_unique<tilelink::ProcessWorld>(*w->bootstrap, device, opt);
+    *out = w.release();
+  });
+}
+
+int tl_world_destroy(tl_world* world) {
+  return guarded([&] {
+    if (world == nullptr) return;
+    std::unique_ptr<tl_world> owned(world);
+    owned->world.reset();  // collective: barriers through the caller's bootstrap
+  });
+}
+
+int tl_world_query(tl_world* world, tl_world_info* info) {
+  return guarded([&] {
+    TL_REQUIRE(info != nullptr, "tl_world_query: info is NULL");
+    tilelink::Context& ctx = context_of(world);
+    *info = {ctx.rank(), ctx.num_ranks(), ctx.device(), ctx.sm_count(), ctx.max_ranks_per_gpu(),
+             ctx.heap_layout().heap_bytes(), ctx.heap_free()};
+  });
+}
+
+int tl_symmetric_alloc(tl_world* world, size_t bytes, void** out) {
+  return guarded([&] {
+    TL_REQUIRE(out != nullptr, "tl_symmetric_alloc: out is NULL");
+    *out = context_of(world).symmetric_alloc(bytes, "tl_symmetric_alloc");
+  });
+}
+
+int tl_peer_pointer(tl_world* world, void* local, int peer, void** out) {
+  return guarded([&] {
+    tilelink::Context& ctx = context_of(world);
+    TL_REQUIRE(out != nullptr, "tl_peer_pointer: out is NULL");
+    TL_REQUIRE(peer >= 0 && peer < ctx.num_ranks(), "tl_peer_pointer: peer ", peer, " is not a rank of this world");
+    TL_REQUIRE(ctx.is_symmetric(local), "tl_peer_pointer: the pointer is not in this rank's symmetric heap");
+    *out = ctx.peer_ptr(local, peer);
+  });
+}
+
+int tl_ag_gemm(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m_per_rank, int64_t n,
+               int64_t k, void* a_gathered, int path, void* stream) {
+  return guarded([&] {
+    tilelink::AgGemmOptions o;
+    o.path = path_of(path);
+    o.stream = static_cast<cudaStream_t>(stream);
+    tilelink::ag_gemm(context_of(world), {dtype_of(dtype), a, b, c, m_per_rank, n, k, a_gathered}, o);
+  });
+}
+
+int tl_gemm_rs(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
+               int path, void* stream) {
+  return guarded([&] {
+    tilelink::GemmRsOptions o;
+    o.path = path_of(path);
+    o.stream = static_cast<cudaStream_t>(stream);
+    tilelink::gemm_rs(context_of(world), {dtype_of(dtype), a, b, c, m, n, k}, o);
+  });
+}
+
+int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
+               int path, void* stream) {
+  return guarded([&] {
+    tilelink::GemmArOptions o;
+    o.path = path_of(path);
+    o.stream = static_cast<cudaStream_t>(stream);
+    tilelink::gemm_ar(context_of(world), {dtype_of(dtype), a, b, c, m, n, k}, o);
+  });
+}
+
+}  // extern "C"
