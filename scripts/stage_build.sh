@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Copies what running the tests and benchmarks needs out of a build tree — bin/ and the CTest
+# Copies what running the tests and benchmarks needs out of a build tree — bin/, lib/ and the CTest
 # files, at their relative paths — into DEST (default .gpu/<build name>), so a built tree can be
 # shipped to a GPU machine without its object files. There, put it back at the build's original
 # absolute path (CTest files name absolute paths) and run `ctest --test-dir <build> -L gpu`.
@@ -10,5 +10,6 @@ dest="${2:-$root/.gpu/$(basename "$build")}"
 rm -rf "$dest"
 mkdir -p "$dest"
 cp -a "$build/bin" "$dest/"
+[ -d "$build/lib" ] && cp -a "$build/lib" "$dest/"  # libtilelink_c.so, for the Python package
 (cd "$build" && find . -name CTestTestfile.cmake -print0 | xargs -0 -I{} cp --parents {} "$dest/")
 echo "staged $build -> $dest ($(du -sh "$dest" | cut -f1))"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs, builds, and runs the test suite: the CPU tests everywhere, the GPU tests (label gpu)
-# too when an NVIDIA GPU is present. ctest's summary is the last thing printed; the exit code is
+# Installs, builds, and runs the test suite: the CPU tests everywhere (C++ and the Python
+# package's), the GPU tests (label gpu) too when an NVIDIA GPU is present. ctest's summary is the last thing printed; the exit code is
 # ctest's.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${TILELINK_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
+"$root/scripts/setup_python.sh"
 "$root/scripts/build.sh"
 
 # Multicast/NVLS stays off on the machines tilelink is tested on (it can take a shared host's GPUs out of service).

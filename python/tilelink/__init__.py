@@ -1,0 +1,52 @@
+"""tilelink: GEMMs overlapped with their tensor-parallel communication, for PyTorch.
+
+    import torch, torch.distributed as dist, tilelink
+    dist.init_process_group("nccl"); torch.cuda.set_device(local_rank)
+    world = tilelink.init()                      # or tilelink.init(tp_group)
+    y = tilelink.ag_gemm(x_shard, w_shard)       # all-gather(x) @ w.T, overlapped
+    z = tilelink.gemm_rs(h, w2_shard)            # reduce-scatter(h @ w2.T), overlapped
+
+Every op is collective over the world (SPMD: every rank calls it with matching shapes), runs on
+the current CUDA stream, and is a torch custom op (torch.ops.tilelink.*) with a fake
+implementation, so torch.compile traces it. ``path`` picks "fused" (communication beside the GEMM),
+"decomposed" (cuBLAS then NCCL) or "auto" (the library's measured rule).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from . import _ops
+from ._world import World, default_world, empty, init, zeros
+
+__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "default_world"]
+__version__ = "0.1.0"
+
+
+def ag_gemm(a: Tensor, b: Tensor, *, world: World | None = None, path: str = "auto") -> Tensor:
+    """All-gather-GEMM: ``cat([a of every rank]) @ b.T``.
+
+    a: [m_per_rank, k], this rank's rows (e.g. its sequence shard). b: [n, k], e.g. this rank's
+    shard of a column-parallel weight (F.linear layout). Returns [world.size * m_per_rank, n].
+    """
+    world = world or default_world()
+    return _ops.ag_gemm_op(a, b, world.id, world.size, _ops.path_code("ag_gemm", path))
+
+
+def gemm_rs(a: Tensor, b: Tensor, *, world: World | None = None, path: str = "auto") -> Tensor:
+    """GEMM-reduce-scatter: this rank's rows of ``sum over ranks of a @ b.T``.
+
+    a: [m, k_shard], b: [n, k_shard] (e.g. a row-parallel weight's shard). m must be divisible by
+    the world size. Returns [m / world.size, n].
+    """
+    world = world or default_world()
+    return _ops.gemm_rs_op(a, b, world.id, world.size, _ops.path_code("gemm_rs", path))
+
+
+def gemm_ar(a: Tensor, b: Tensor, *, world: World | None = None, path: str = "auto") -> Tensor:
+    """GEMM-all-reduce: ``sum over ranks of a @ b.T`` on every rank (decode-sized m).
+
+    a: [m, k_shard], b: [n, k_shard]. Returns [m, n].
+    """
+    world = world or default_world()
+    return _ops.gemm_ar_op(a, b, world.id, world.size, _ops.path_code("gemm_ar", path))

@@ -1,0 +1,97 @@
+"""What the Python package does without a GPU: import, fake-tensor shape propagation (the
+path torch.compile takes), and argument errors raised before anything is launched."""
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import tilelink
+
+BF16, FP16 = torch.bfloat16, torch.float16
+OPS = ("ag_gemm", "gemm_rs", "gemm_ar")
+
+
+def meta(*shape, dtype=BF16):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def test_ops_are_registered():
+    for op in OPS:
+        assert hasattr(torch.ops.tilelink, op), op
+    assert tilelink.__all__ and callable(tilelink.init)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 8])
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_fake_shapes(world_size, dtype):
+    m, n, k = 24 * world_size, 136, 72
+    with FakeTensorMode():
+        a = torch.empty(m, k, dtype=dtype, device="cuda")
+        b = torch.empty(n, k, dtype=dtype, device="cuda")
+        ag = torch.ops.tilelink.ag_gemm(a, b, 1, world_size, 0)
+        rs = torch.ops.tilelink.gemm_rs(a, b, 1, world_size, 0)
+        ar = torch.ops.tilelink.gemm_ar(a, b, 1, world_size, 0)
+    assert ag.shape == (world_size * m, n) and ag.dtype == dtype and ag.device.type == "cuda"
+    assert rs.shape == (m // world_size, n) and rs.dtype == dtype
+    assert ar.shape == (m, n) and ar.dtype == dtype
+
+
+def test_traced_graph_keeps_the_ops():
+    # A tensor-parallel MLP block: the ops must appear as single nodes with the right shapes.
+    def mlp(x, w_up, w_down):
+        h = torch.ops.tilelink.ag_gemm(x, w_up, 7, 4, 1)
+        return torch.ops.tilelink.gemm_rs(torch.nn.functional.silu(h), w_down, 7, 4, 1)
+
+    g = make_fx(mlp, tracing_mode="fake")(meta(32, 64), meta(256, 64), meta(64, 256))
+    code = g.code
+    assert "torch.ops.tilelink.ag_gemm.default" in code and "torch.ops.tilelink.gemm_rs.default" in code
+    out = [n for n in g.graph.nodes if n.op == "call_function" and "gemm_rs" in str(n.target)][0]
+    assert tuple(out.meta["val"].shape) == (128 // 4, 64)
+
+
+def test_compile_traces_without_graph_breaks():
+    fn = torch.compile(lambda x, w: torch.ops.tilelink.gemm_ar(x, w, 1, 2, 0) * 2, backend="eager", fullgraph=True)
+    assert fn(meta(16, 64), meta(128, 64)).shape == (16, 128)
+
+
+@pytest.mark.parametrize(
+    "a, b, message",
+    [
+        (meta(16, 64, dtype=torch.float32), meta(128, 64, dtype=torch.float32), "bfloat16 or both float16"),
+        (meta(16, 64), meta(128, 64, dtype=FP16), "bfloat16 or both float16"),
+        (meta(16, 64, 2), meta(128, 64), "must be 2-D"),
+        (meta(16, 64), meta(128, 72), "k differs"),
+        (meta(16, 60), meta(128, 60), "multiples of 8"),
+        (meta(16, 64), meta(100, 64), "multiples of 8"),
+        (meta(64, 16).t(), meta(128, 64), "contiguous"),
+        (torch.zeros(16, 64, dtype=BF16), torch.zeros(128, 64, dtype=BF16), "CUDA device"),
+    ],
+)
+@pytest.mark.parametrize("op", OPS)
+def test_bad_operands_raise_value_error(op, a, b, message):
+    with pytest.raises(ValueError, match=message):
+        getattr(torch.ops.tilelink, op)(a, b, 1, 2, 0)
+
+
+def test_rows_must_divide_for_reduce_scatter():
+    with pytest.raises(ValueError, match="divisible by the world size 3"):
+        torch.ops.tilelink.gemm_rs(meta(16, 64), meta(128, 64), 1, 3, 0)
+
+
+def test_public_functions_need_a_world():
+    with pytest.raises(RuntimeError, match="tilelink.init"):
+        tilelink.ag_gemm(meta(16, 64), meta(128, 64))
+
+
+def test_bad_path_names_the_choices():
+    class OneRank:
+        id, size = 1, 1
+
+    with pytest.raises(ValueError, match="auto"):
+        tilelink.gemm_ar(meta(16, 64), meta(128, 64), world=OneRank(), path="overlapped")
+
+
+def test_init_needs_torch_distributed():
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        tilelink.init()

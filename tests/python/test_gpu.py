@@ -1,0 +1,213 @@
+"""The Python package on GPUs, one process per rank:
+
+    torchrun --nproc-per-node 2 -m pytest -q tests/python/test_gpu.py
+
+Every op on every path against a float32 PyTorch reference built from every rank's inputs (fresh
+random data, outputs poisoned first), on a non-default stream, on worlds made from the default
+group and from subgroups; symmetric tensors; errors for mismatched shapes across ranks and for
+graph capture. Collective: every rank runs the same tests in the same order.
+"""
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+import tilelink
+
+pytestmark = pytest.mark.skipif("LOCAL_RANK" not in os.environ, reason="run under torchrun")
+
+PATHS = ("auto", "fused", "decomposed")
+
+
+@pytest.fixture(scope="module")
+def world():
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    if not dist.is_initialized():
+        dist.init_process_group("nccl", device_id=torch.device("cuda", torch.cuda.current_device()))
+    w = tilelink.init(heap_bytes=1 << 30)
+    yield w
+    w.close()
+
+
+def seed_everyone():
+    # A fresh seed per test, printed, the same on every rank (each rank derives its own data).
+    s = torch.randint(0, 2**62, (1,), device="cuda")
+    dist.broadcast(s, 0)
+    print(f"seed {int(s)} (rank {dist.get_rank()})")
+    return int(s)
+
+
+def rand(shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, generator=g, device="cuda", dtype=torch.float32).to(dtype)
+
+
+def gather(t, group=None):
+    parts = [torch.empty_like(t) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(parts, t.contiguous(), group=group)
+    return parts
+
+
+def check_close(got, want, what, parts=None, slack=0.0):
+    """Elementwise: bf16 rounds each output, and on the reduction paths each rank's partial
+    (`parts`, fp32), to 2^-9 of its size; the bound allows twice that plus `slack` (inputs the
+    reference rounded differently). fp32 accumulation-order differences are far below it."""
+    assert not torch.isnan(got).any(), f"{what}: NaN in the output (poisoned region not written)"
+    parts = [want] if parts is None else parts
+    err = (got.float() - want).abs()
+    tol = 2**-8 * (want.abs() + sum(p.abs() for p in parts)) + 1e-3 + slack
+    bad = (err > tol).sum().item()
+    rel = (got.float() - want).norm() / want.norm().clamp_min(1e-6)
+    worst = (err / tol).max().item()
+    assert bad == 0 and rel < 1e-2, f"{what}: {bad} elements off (worst at {worst:.2f}x the bound), relative error {rel:.3e}"
+
+
+def poison_on_alloc():
+    # Outputs come from the caching allocator: fill freed blocks with NaN so an op that leaves
+    # part of its output unwritten shows up.
+    junk = torch.full((64 << 20,), float("nan"), dtype=torch.bfloat16, device="cuda")
+    del junk
+
+
+SHAPES = [(128, 256, 512), (96, 1000, 264), (512, 1536, 1024)]  # (m per rank, n, k)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_ag_gemm(world, path, dtype):
+    seed = seed_everyone()
+    for i, (m, n, k) in enumerate(SHAPES):
+        a = rand((m, k), dtype, seed + 10 * dist.get_rank() + i)
+        b = rand((n, k), dtype, seed + 1000 + 10 * dist.get_rank() + i)
+        poison_on_alloc()
+        c = tilelink.ag_gemm(a, b, path=path)
+        want = torch.cat(gather(a)).float() @ b.float().t()
+        check_close(c, want, f"ag_gemm {path} {dtype} m/rank={m} n={n} k={k}")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_gemm_rs(world, path):
+    seed = seed_everyone()
+    w = world.size
+    for i, (m, n, k) in enumerate(SHAPES):
+        a = rand((m * w, k), torch.bfloat16, seed + 10 * dist.get_rank() + i)
+        b = rand((n, k), torch.bfloat16, seed + 1000 + 10 * dist.get_rank() + i)
+        poison_on_alloc()
+        c = tilelink.gemm_rs(a, b, path=path)
+        parts = [(x.float() @ y.float().t()).chunk(w)[dist.get_rank()] for x, y in zip(gather(a), gather(b))]
+        check_close(c, sum(parts), f"gemm_rs {path} m={m * w} n={n} k={k}", parts)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_gemm_ar(world, path):
+    seed = seed_everyone()
+    for i, (m, n, k) in enumerate([(1, 256, 512), (37, 1000, 264), (256, 1024, 1024)]):
+        a = rand((m, k), torch.bfloat16, seed + 10 * dist.get_rank() + i)
+        b = rand((n, k), torch.bfloat16, seed + 1000 + 10 * dist.get_rank() + i)
+        poison_on_alloc()
+        c = tilelink.gemm_ar(a, b, path=path)
+        parts = [x.float() @ y.float().t() for x, y in zip(gather(a), gather(b))]
+        check_close(c, sum(parts), f"gemm_ar {path} m={m} n={n} k={k}", parts)
+
+
+def test_runs_on_the_current_stream(world):
+    # Calls on a side stream, with the inputs produced on that stream and no synchronisation
+    # between producer and op: the op must be ordered on the current stream.
+    seed = seed_everyone()
+    m, n, k = 256, 512, 1024
+    s = torch.cuda.Stream()
+    ref_a = rand((m, k), torch.bfloat16, seed + dist.get_rank())
+    b = rand((n, k), torch.bfloat16, seed + 100 + dist.get_rank())
+    ins, outs = [], []
+    with torch.cuda.stream(s):
+        for step in range(4):
+            ins.append(ref_a * (step + 1))  # produced on s, consumed on s
+            outs.append(tilelink.ag_gemm(ins[-1], b, path="fused"))
+    s.synchronize()
+    for step, (a, c) in enumerate(zip(ins, outs)):
+        want = torch.cat(gather(a)).float() @ b.float().t()
+        check_close(c, want, f"ag_gemm on a side stream, call {step}")
+
+
+def test_symmetric_tensors(world):
+    before = world.heap_free
+    t = world.empty((64, 128), torch.bfloat16)
+    z = tilelink.zeros((3, 5), torch.float16)
+    assert t.shape == (64, 128) and t.dtype == torch.bfloat16 and t.device == world.device
+    assert z.abs().sum().item() == 0
+    assert world.heap_free < before
+    t.fill_(dist.get_rank() + 1)  # writable memory
+    torch.cuda.synchronize()
+    assert t.float().mean().item() == dist.get_rank() + 1
+    # Symmetric tensors are ordinary inputs to the ops too.
+    b = torch.ones(256, 128, dtype=torch.bfloat16, device="cuda")
+    c = tilelink.ag_gemm(t, b)
+    want = torch.cat([torch.full((64, 256), 128.0 * (r + 1)) for r in range(world.size)]).cuda()
+    check_close(c, want, "ag_gemm of symmetric tensors")
+
+
+def test_shapes_that_differ_across_ranks_are_refused(world):
+    if world.size == 1:
+        pytest.skip("needs two ranks")
+    # Shapes no rank has called before: ranks compare a call's shape the first time they see it
+    # (a rank repeating a known shape while a peer calls a new one cannot be told apart).
+    m = 40 + 8 * dist.get_rank()
+    a = torch.randn(m, 128, device="cuda").bfloat16()
+    b = torch.randn(256, 128, device="cuda").bfloat16()
+    with pytest.raises(RuntimeError, match="differs across ranks"):
+        tilelink.ag_gemm(a, b)
+    # The world keeps working afterwards.
+    a = torch.randn(64, 128, device="cuda").bfloat16()
+    c = tilelink.ag_gemm(a, b)
+    check_close(c, torch.cat(gather(a)).float() @ b.float().t(), "ag_gemm after a refused call")
+
+
+def test_graph_capture_is_refused_clearly(world):
+    a = torch.randn(64, 128, device="cuda").bfloat16()
+    b = torch.randn(256, 128, device="cuda").bfloat16()
+    tilelink.ag_gemm(a, b)  # warm
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="CUDA graph capture is not supported"):
+        with torch.cuda.graph(g):
+            tilelink.ag_gemm(a, b)
+
+
+def test_subgroup_worlds(world):
+    # One world per rank (singleton groups) and one over an explicit subgroup of every rank:
+    # nothing of the default world is used.
+    size, rank = dist.get_world_size(), dist.get_rank()
+    singles = [dist.new_group([r]) for r in range(size)]
+    everyone = dist.new_group(list(range(size)))
+    mine = tilelink.init(singles[rank], heap_bytes=256 << 20)
+    sub = tilelink.init(everyone, heap_bytes=256 << 20)
+    try:
+        assert mine.size == 1 and mine.rank == 0 and sub.size == size
+        a = torch.randn(96, 256, device="cuda").bfloat16()
+        b = torch.randn(512, 256, device="cuda").bfloat16()
+        check_close(tilelink.gemm_ar(a, b, world=mine), a.float() @ b.float().t(), "one-rank world")
+        c = tilelink.ag_gemm(a, b, world=sub, path="fused")
+        check_close(c, torch.cat(gather(a)).float() @ b.float().t(), "subgroup world")
+    finally:
+        sub.close()
+        mine.close()
+
+
+def test_compiled_block_runs(world):
+    # torch.compile over the ops (the fake implementations trace, the real ones run).
+    w = world.size
+    x = torch.randn(128, 256, device="cuda").bfloat16()
+    up = torch.randn(512, 256, device="cuda").bfloat16() / 16
+    down = torch.randn(256, 512, device="cuda").bfloat16() / 16
+
+    def block(x):
+        return tilelink.gemm_rs(F.silu(tilelink.ag_gemm(x, up)), down)
+
+    got = torch.compile(block, fullgraph=True)(x)
+    # Rank q's activation is silu(all of x @ up_q^T); the output sums every rank's h_q @ down_q^T.
+    h = F.silu(torch.cat(gather(x)).float() @ up.float().t()).bfloat16()
+    parts = [(hq.float() @ dq.float().t()).chunk(w)[dist.get_rank()] for hq, dq in zip(gather(h), gather(down))]
+    # h itself is rounded to bf16 on both sides, possibly the other way at a tie: slack for that.
+    check_close(got, sum(parts), "compiled ag_gemm -> silu -> gemm_rs", parts, slack=0.05)
