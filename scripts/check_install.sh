@@ -7,7 +7,7 @@
 # Needs no GPU (it builds; it runs nothing). The CPU tests run it (cpu_install_consumer).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-${TILELINK_BUILD_DIR:-$root/build}}"
+build="$(cd "${1:-${TILELINK_BUILD_DIR:-$root/build}}" && pwd)"
 scratch="${2:-$build/install-check}"
 rm -rf "$scratch"
 cmake --install "$build" --prefix "$scratch/prefix" > "$scratch.install.log" 2>&1 ||
