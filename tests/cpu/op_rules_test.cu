@@ -38,6 +38,11 @@ TEST(OpRules, GemmRsFusedRingPushOnEveryReferenceShape) {
   // Too little work per rank to hide the reducer's fixed costs: GEMM, then the collective.
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(64, 4096, 1376)), ReducePath::decomposed);
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(2048, 1024, 512)), ReducePath::decomposed);
+  // TP2 down-projections from PyTorch: fused won at K = 7168 per rank (1.05x), lost at 14336 (0.79x).
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(8192, 4096, 7168)), ReducePath::fused);
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(16384, 8192, 14336)), ReducePath::decomposed);
+  // Ranks sharing a GPU: fused at any K (no NCCL there; the reduction kernel runs either way).
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kEightSharing, rs(8192, 4096, 14336)), ReducePath::fused);
 }
 
 TEST(OpRules, AgGemmFusedOnlyWhereTheGemmHidesTheGather) {
@@ -54,6 +59,12 @@ TEST(OpRules, AgGemmFusedOnlyWhereTheGemmHidesTheGather) {
   for (const auto& s : {std::array<int64_t, 3>{2048, 1376, 4096}, {2048, 1792, 4096}, {512, 6656, 16384},
                         {512, 3584, 8192}, {128, 3584, 8192}})
     EXPECT_EQ(ag(s[0], s[1], s[2], kTwoGpus), OpPath::decomposed) << s[0] << "x" << s[1] << "x" << s[2];
+  // TP2 LLaMA MLP widths from PyTorch: the gather is a few percent of the GEMM, fused lost
+  // (0.94-0.95x): decomposed. More ranks move more per flop, so wider N still pays at 8.
+  EXPECT_EQ(ag(8192, 14336, 4096, kTwoGpus), OpPath::decomposed);
+  EXPECT_EQ(ag(16384, 28672, 8192, kTwoGpus), OpPath::decomposed);
+  EXPECT_EQ(ag(8192, 8192, 4096, kTwoGpus), OpPath::fused);
+  EXPECT_EQ(ag(8192, 12288, 4096, Topology{8, 1, 132}), OpPath::fused);
   // 4 H200s: fused won every M = 8192 reference shape, N/8 = 1376 included (1.12x).
   EXPECT_EQ(ag(8192, 1376, 4096, kFourGpus), OpPath::fused);
   // Ranks sharing a GPU: the whole gather, then cuBLAS; one rank: the engine.

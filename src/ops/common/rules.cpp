@@ -22,9 +22,26 @@ namespace tilelink {
 //  * ranks sharing a GPU (2 and 8 in-process ranks): the decomposed path (the whole gather by the
 //    copy engines, then cuBLAS on the whole GPU) beat fused on all 10 shapes (0.82-0.97x of
 //    copy + cuBLAS, fused 0.65-0.88x).
+//  * one GPU per rank, wide layers (TP2 LLaMA MLPs from PyTorch, docs/PERF.md 2026-11-30 evening):
+//    per-rank N = 14336 and 28672 lost fused (0.94-0.95x of F.linear + NCCL) while the decomposed
+//    path matched it. There the gather is a few percent of the GEMM's time, so overlap can hide
+//    little and any shortfall of the fused GEMM against cuBLAS shows: see overlap_can_pay.
 namespace {
 constexpr int64_t kAgFusedMinRows = 2048;
 constexpr double kAgFusedMinFlopsTimesPeers = 5e10;
+
+// A fused op can save at most the time of its collective, and its GEMM (the engine, on fewer SMs)
+// may run a few percent slower than cuBLAS: fused pays only while the collective is a sizeable
+// part of the GEMM. Bytes a rank moves per GEMM flop are (W - 1) / (W * D) for both AllGather-GEMM
+// (D = N: each gathered row feeds N outputs) and GEMM-ReduceScatter (D = K: each output sums K
+// products). An H200 does ~1900 bf16 flops per byte of NVLink, so 1 / 16384 bytes per flop is a
+// collective of ~12% of the GEMM's time. Measured on 2 H200s: AG fused won at N = 3584-6656
+// (>= 1/13312) and lost at 14336 and 28672; RS fused won at K = 7168 (1/14336, 1.05x) and lost at
+// 14336 (0.79x).
+constexpr double kMinCollectiveBytesPerFlop = 1.0 / 16384;
+bool overlap_can_pay(int world, int64_t reuse_dim) {
+  return double(world - 1) / (double(world) * double(reuse_dim)) >= kMinCollectiveBytesPerFlop;
+}
 }  // namespace
 
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
@@ -32,8 +49,10 @@ OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
   if (topo.max_ranks_per_gpu > 1) return OpPath::decomposed;
   const int64_t m = a.m_per_rank * topo.world;
   const double flops = 2.0 * double(m) * double(a.n) * double(a.k);
-  return m >= kAgFusedMinRows && flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers ? OpPath::fused
-                                                                                       : OpPath::decomposed;
+  return m >= kAgFusedMinRows && flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers &&
+                 overlap_can_pay(topo.world, a.n)
+             ? OpPath::fused
+             : OpPath::decomposed;
 }
 
 // ---- gemm_rs -----------------------------------------------------------------------------------
@@ -45,10 +64,13 @@ ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {
   //  * ranks sharing a GPU (8 in-process ranks): fused ring/push won on every shape (1.28-1.42x
   //    over the GEMM followed by the same reduction);
   //  * 4 H200s: the same choice won again (1.08-1.48x);
-  //  * in both, below ~10 GFLOP per rank a GEMM is too short to hide the reducer's fixed costs.
+  //  * in both, below ~10 GFLOP per rank a GEMM is too short to hide the reducer's fixed costs;
+  //  * one GPU per rank at long K per rank (TP2 down-projections from PyTorch): fused won at
+  //    K = 7168 and lost at 14336 (0.79x), where the reduction is ~6% of the GEMM (overlap_can_pay).
   if (topo.world == 1) return ReducePath::fused;
   const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
-  return (a.m / topo.world >= 64 && flops >= 1e10) ? ReducePath::fused : ReducePath::decomposed;
+  const bool pays = topo.max_ranks_per_gpu > 1 || overlap_can_pay(topo.world, a.k);
+  return (a.m / topo.world >= 64 && flops >= 1e10 && pays) ? ReducePath::fused : ReducePath::decomposed;
 }
 
 // Ring/push in both regimes (docs/PERF.md, reduction workers of one warp):
