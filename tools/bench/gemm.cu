@@ -19,7 +19,6 @@
 // median per launch; inputs are uniform random in [-1, 1) (never zeros). The engine's output is
 // compared against cuBLAS's once per shape and config. Lines of the sweep's per-config detail
 // start with two spaces (grep -v '^  ' leaves the summary).
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -37,6 +36,7 @@
 #include "bench/gpu_spin.hpp"
 #include "bench/registry.hpp"
 #include "bench/shape_sample.hpp"
+#include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/testing_hooks.cuh"
 #include "tilelink/runtime/error.hpp"
@@ -50,11 +50,6 @@ using bf16 = __nv_bfloat16;
   do {                                                                                              \
     cudaError_t e_ = (call);                                                                        \
     TL_REQUIRE(e_ == cudaSuccess, "gemm bench: ", #call, " failed: ", cudaGetErrorString(e_));      \
-  } while (0)
-#define BENCH_CUBLAS(call)                                                                          \
-  do {                                                                                              \
-    cublasStatus_t s_ = (call);                                                                     \
-    TL_REQUIRE(s_ == CUBLAS_STATUS_SUCCESS, "gemm bench: ", #call, " failed: status ", int(s_));    \
   } while (0)
 
 struct BenchShape {
@@ -157,26 +152,12 @@ struct Buffers {
   }
 };
 
+// The baseline is what PyTorch's F.linear runs: cuBLASLt with its heuristic (gemm::CublasGemm).
 struct Cublas {
-  cublasHandle_t h = nullptr;
-  void* workspace = nullptr;
-  explicit Cublas(cudaStream_t stream) {
-    BENCH_CUBLAS(cublasCreate(&h));
-    BENCH_CUBLAS(cublasSetStream(h, stream));
-    const size_t ws = size_t(32) << 20;
-    BENCH_CUDA(cudaMalloc(&workspace, ws));
-    BENCH_CUBLAS(cublasSetWorkspace(h, workspace, ws));
-  }
-  ~Cublas() {
-    cublasDestroy(h);
-    cudaFree(workspace);
-  }
-  // Row-major D[M,N] = A[M,K] B[N,K]^T is column-major D^T = B A^T: (op T on B) x (op N on A).
+  tilelink::gemm::CublasGemm lt;
+  explicit Cublas(cudaStream_t stream) : lt(stream) {}
   void gemm(const bf16* A, const bf16* B, bf16* D, int64_t M, int64_t N, int64_t K) {
-    const float alpha = 1.f, beta = 0.f;
-    BENCH_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(M), int(K), &alpha, B, CUDA_R_16BF, int(K), A,
-                              CUDA_R_16BF, int(K), &beta, D, CUDA_R_16BF, int(N), CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT));
+    lt.run(tilelink::DType::bf16, A, B, D, M, N, K);
   }
 };
 

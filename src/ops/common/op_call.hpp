@@ -7,7 +7,7 @@
 //
 // A bounded wait that times out ends its kernel, and with it the CUDA context of the process: on
 // a GPU shared by in-process ranks, every other rank's next CUDA call or cuBLAS call then fails
-// with a message about itself ("cublasGemmEx failed: status 14"). Whichever rank's error reaches
+// with a message about itself ("cublasLtMatmul failed: ..."). Whichever rank's error reaches
 // the user first, it should name the wait that timed out and where each rank's host was, which
 // Context::raise collects.
 #pragma once
