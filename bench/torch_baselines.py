@@ -2,17 +2,16 @@
 """The baselines users have today, on N GPUs: PyTorch cuBLAS + NCCL (sequential) and PyTorch
 async-TP (torch.ops.symm_mem fused ops), on the reference shapes.
 
-    torchrun --nproc-per-node 8 bench/torch_baselines.py [--csv FILE] [--iters 20]
+    PYTHONPATH=python torchrun --nproc-per-node 8 bench/torch_baselines.py [--csv FILE] [--iters 20]
 
 Prints, per shape: the GEMM alone, the collective alone, sequential, async-TP, in ms (median of
---iters timed calls after warm-up, CUDA events, all ranks synchronised per sample; each sample is
-the slowest rank's time; the launches are queued behind a GPU spin so Python's launch latency is
-not counted). Compare with `mpirun -np N build/bin/tilelink-bench <op> --mpi` in the
+--iters timed calls after warm-up, tilelink.benchmark.time_collective: CUDA events, all ranks
+synchronised per sample; each sample is the slowest rank's time; the launches are queued behind a
+GPU spin so Python's launch latency is not counted). Compare with `mpirun -np N build/bin/tilelink-bench <op> --mpi` in the
 same run. NVLink multicast stays off (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 """
 import argparse
 import os
-import statistics
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
@@ -21,31 +20,16 @@ os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from tilelink.benchmark import time_collective  # noqa: E402  (PYTHONPATH=python, or pip install .)
+
 AG_SHAPES = [(8192, 11008, 4096), (8192, 14336, 4096), (8192, 28672, 8192), (8192, 53248, 16384),
              (8192, 29568, 8192)]
 RS_SHAPES = [(8192, 4096, 11008), (8192, 4096, 14336), (8192, 3584, 14336), (8192, 4608, 36864),
              (8192, 8192, 28672), (8192, 8192, 29568)]
 
 
-def timed(fn, iters, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(iters):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        # ~0.5 ms of GPU spin first: Python enqueues the call while the GPU is busy, so the events
-        # time the GPU work, not Python's launch latency (which would flatter tilelink).
-        torch.cuda._sleep(1_000_000)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        t = torch.tensor([start.elapsed_time(end)], device="cuda")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        samples.append(t.item())
-    return statistics.median(samples)
+def timed(fn, iters):
+    return time_collective(fn, iters)
 
 
 def timed_or_nan(fn, iters, what, rank):

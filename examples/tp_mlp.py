@@ -12,39 +12,21 @@ of x; the gate/up projection is column-parallel (AllGather-GEMM), the down proje
     a = silu(h_gate) * h_up
     y = reduce_scatter(a @ w_down.T)      tilelink.gemm_rs(a, w_down)
 
-The results are checked against each other, then each block and each of its two ops is timed (median of --iters
-calls after warm-up; each sample is the slowest rank's; launches are queued behind a short GPU
-spin so Python's launch latency is not what is measured). Rank 0 prints one table.
+The results are checked against each other, then each block and each of its two ops is timed
+(tilelink.benchmark.time_collective: median of --iters calls after warm-up; each sample is the
+slowest rank's; launches are queued behind a short GPU spin so Python's launch latency is not
+what is measured). Rank 0 prints one table.
 """
 
 import argparse
 import os
-import statistics
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
 import tilelink
-
-
-def timed(fn, iters, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(iters):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1_000_000)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        t = torch.tensor([start.elapsed_time(end)], device="cuda")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        samples.append(t.item())
-    return statistics.median(samples)
+from tilelink.benchmark import time_collective
 
 
 def swiglu(h):
@@ -119,8 +101,10 @@ def main():
             raise SystemExit(f"{name}: relative error {worst.item():.2e} against the plain PyTorch block")
 
     a_in = swiglu(plain_ag()).contiguous()
-    times = {name: (timed(lambda: block(ag, rs), args.iters), timed(ag, args.iters), timed(lambda: rs(a_in), args.iters))
-             for name, (ag, rs) in ways.items()}
+    def timed(fn):
+        return time_collective(fn, args.iters, warmup=5)
+
+    times = {name: (timed(lambda: block(ag, rs)), timed(ag), timed(lambda: rs(a_in))) for name, (ag, rs) in ways.items()}
     if rank == 0:
         base = times["PyTorch (F.linear + NCCL)"]
         print(f"# TP MLP, {world} ranks on {torch.cuda.get_device_name()}, torch {torch.__version__}: "

@@ -29,4 +29,4 @@ for cmd in primitives ag_gemm gemm_rs gemm_ar; do
   echo "== mpirun -np $n tilelink-bench $cmd --mpi"
   "${mpi[@]}" "$build/bin/tilelink-bench" "$cmd" --mpi --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt"
 done
-torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"
+PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"

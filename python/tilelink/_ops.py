@@ -40,12 +40,22 @@ def _check_operands(op: str, a: Tensor, b: Tensor) -> tuple[int, int, int]:
     return m, n, k
 
 
-def _check_world(op: str, world_size: int) -> None:
+def _output_shape(op: str, a: Tensor, b: Tensor, world_size: int) -> tuple[int, int]:
+    """Checks the call (ValueError) and returns the shape of its output."""
+    m, n, _k = _check_operands(op, a, b)
     if world_size < 1:
         raise ValueError(f"tilelink.{op}: world size {world_size}")
+    if op == "ag_gemm":
+        return world_size * m, n
+    if op == "gemm_rs":
+        if m % world_size:
+            raise ValueError(f"tilelink.{op}: m={m} must be divisible by the world size {world_size} (each rank "
+                             "receives m / world rows)")
+        return m // world_size, n
+    return m, n
 
 
-def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, m: int, n: int, k: int, path: int) -> None:
+def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, path: int) -> None:
     world = world_by_id(world_id)
     if a.device != world.device:
         raise ValueError(f"tilelink.{op}: the operands are on {a.device}, but this rank of the world runs on "
@@ -53,6 +63,7 @@ def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, m: int, n: 
     if torch.cuda.is_current_stream_capturing():
         raise RuntimeError(f"tilelink.{op}: CUDA graph capture is not supported yet (the ops keep a host-side "
                            "epoch per call); run the op outside the captured region")
+    (m, k), n = a.shape, b.shape[0]
     stream = ctypes.c_void_p(torch.cuda.current_stream(a.device).cuda_stream)
     ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
     args = [dtype_code(a.dtype), ptr(a), ptr(b), ptr(c), m, n, k]
@@ -61,59 +72,25 @@ def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, m: int, n: 
     world._call("tl_" + op, *args, path, stream)
 
 
-@torch.library.custom_op("tilelink::ag_gemm", mutates_args=())
-def ag_gemm_op(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
-    m, n, k = _check_operands("ag_gemm", a, b)
-    _check_world("ag_gemm", world_size)
-    c = torch.empty((world_size * m, n), dtype=a.dtype, device=a.device)
-    _launch("ag_gemm", world_id, a, b, c, m, n, k, path)
-    return c
+def _define(op: str):
+    """torch.ops.tilelink.<op>(a, b, world_id, world_size, path) -> Tensor, with its fake."""
+
+    def run(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
+        c = torch.empty(_output_shape(op, a, b, world_size), dtype=a.dtype, device=a.device)
+        _launch(op, world_id, a, b, c, path)
+        return c
+
+    def fake(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
+        return a.new_empty(_output_shape(op, a, b, world_size))
+
+    custom = torch.library.custom_op(f"tilelink::{op}", run, mutates_args=())
+    custom.register_fake(fake)
+    return custom
 
 
-@ag_gemm_op.register_fake
-def _(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
-    m, n, _k = _check_operands("ag_gemm", a, b)
-    _check_world("ag_gemm", world_size)
-    return a.new_empty((world_size * m, n))
-
-
-@torch.library.custom_op("tilelink::gemm_rs", mutates_args=())
-def gemm_rs_op(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
-    m, n, k = _check_operands("gemm_rs", a, b)
-    _check_rows("gemm_rs", m, world_size)
-    c = torch.empty((m // world_size, n), dtype=a.dtype, device=a.device)
-    _launch("gemm_rs", world_id, a, b, c, m, n, k, path)
-    return c
-
-
-@gemm_rs_op.register_fake
-def _(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
-    m, n, _k = _check_operands("gemm_rs", a, b)
-    _check_rows("gemm_rs", m, world_size)
-    return a.new_empty((m // world_size, n))
-
-
-@torch.library.custom_op("tilelink::gemm_ar", mutates_args=())
-def gemm_ar_op(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
-    m, n, k = _check_operands("gemm_ar", a, b)
-    _check_world("gemm_ar", world_size)
-    c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    _launch("gemm_ar", world_id, a, b, c, m, n, k, path)
-    return c
-
-
-@gemm_ar_op.register_fake
-def _(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> Tensor:
-    m, n, _k = _check_operands("gemm_ar", a, b)
-    _check_world("gemm_ar", world_size)
-    return a.new_empty((m, n))
-
-
-def _check_rows(op: str, m: int, world_size: int) -> None:
-    _check_world(op, world_size)
-    if m % world_size:
-        raise ValueError(f"tilelink.{op}: m={m} must be divisible by the world size {world_size} (each rank "
-                         "receives m / world rows)")
+ag_gemm_op = _define("ag_gemm")
+gemm_rs_op = _define("gemm_rs")
+gemm_ar_op = _define("gemm_ar")
 
 
 def path_code(op: str, path: str) -> int:
