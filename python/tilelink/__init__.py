@@ -9,7 +9,10 @@
 Every op is collective over the world (SPMD: every rank calls it with matching shapes), runs on
 the current CUDA stream, and is a torch custom op (torch.ops.tilelink.*) with a fake
 implementation, so torch.compile traces it. ``path`` picks "fused" (communication beside the GEMM),
-"decomposed" (cuBLAS then NCCL) or "auto" (the library's measured rule).
+"decomposed" (cuBLAS then NCCL) or "auto" (the library's measured rule). The ops are
+differentiable: each backward is the conjugate collective GEMM (AllGather-GEMM's is a
+GEMM-ReduceScatter and the other way round; GEMM-AllReduce's needs no communication), so every
+rank must run its backward too, in the same order.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ def ag_gemm(a: Tensor, b: Tensor, *, world: World | None = None, path: str = "au
     shard of a column-parallel weight (F.linear layout). Returns [world.size * m_per_rank, n].
     """
     world = world or default_world()
-    return _ops.ag_gemm_op(a, b, world.id, world.size, _ops.path_code("ag_gemm", path))
+    code = _ops.path_code("ag_gemm", path)
+    if _ops.needs_grad(a, b):  # the backward needs the gathered A (for dB)
+        return _ops.ag_gemm_gathered_op(a, b, world.id, world.size, code)[0]
+    return _ops.ag_gemm_op(a, b, world.id, world.size, code)
 
 
 def gemm_rs(a: Tensor, b: Tensor, *, world: World | None = None, path: str = "auto") -> Tensor:

@@ -16,6 +16,7 @@ from . import _capi
 from ._world import dtype_code, world_by_id
 
 _SUPPORTED = (torch.bfloat16, torch.float16)
+_DEVICE_TYPES = ("cuda", "meta")  # meta: shape propagation
 
 
 def _check_operands(op: str, a: Tensor, b: Tensor) -> tuple[int, int, int]:
@@ -35,7 +36,7 @@ def _check_operands(op: str, a: Tensor, b: Tensor) -> tuple[int, int, int]:
         raise ValueError(f"tilelink.{op}: k={k} and n={n} must be multiples of 8 (16-byte rows)")
     if not a.is_contiguous() or not b.is_contiguous():
         raise ValueError(f"tilelink.{op}: a and b must be contiguous row-major tensors (call .contiguous())")
-    if a.device.type not in ("cuda", "meta") or b.device != a.device:
+    if a.device.type not in _DEVICE_TYPES or b.device != a.device:
         raise ValueError(f"tilelink.{op}: a and b must be on this rank's CUDA device (got {a.device} and {b.device})")
     return m, n, k
 
@@ -55,7 +56,7 @@ def _output_shape(op: str, a: Tensor, b: Tensor, world_size: int) -> tuple[int, 
     return m, n
 
 
-def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, path: int) -> None:
+def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, path: int, gathered: Tensor | None = None) -> None:
     world = world_by_id(world_id)
     if a.device != world.device:
         raise ValueError(f"tilelink.{op}: the operands are on {a.device}, but this rank of the world runs on "
@@ -68,7 +69,7 @@ def _launch(op: str, world_id: int, a: Tensor, b: Tensor, c: Tensor, path: int) 
     ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
     args = [dtype_code(a.dtype), ptr(a), ptr(b), ptr(c), m, n, k]
     if op == "ag_gemm":
-        args.append(None)  # the gathered A stays in the op's workspace
+        args.append(None if gathered is None else ptr(gathered))  # else it stays in the op's workspace
     world._call("tl_" + op, *args, path, stream)
 
 
@@ -91,6 +92,88 @@ def _define(op: str):
 ag_gemm_op = _define("ag_gemm")
 gemm_rs_op = _define("gemm_rs")
 gemm_ar_op = _define("gemm_ar")
+
+
+# AllGather-GEMM that also returns the gathered A: what its backward needs for dB, and what
+# GEMM-ReduceScatter's backward uses to gather dC once for both of its gradients.
+@torch.library.custom_op("tilelink::ag_gemm_gathered", mutates_args=())
+def ag_gemm_gathered_op(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> tuple[Tensor, Tensor]:
+    c = torch.empty(_output_shape("ag_gemm", a, b, world_size), dtype=a.dtype, device=a.device)
+    gathered = torch.empty((world_size * a.shape[0], a.shape[1]), dtype=a.dtype, device=a.device)
+    _launch("ag_gemm", world_id, a, b, c, path, gathered)
+    return c, gathered
+
+
+@ag_gemm_gathered_op.register_fake
+def _(a: Tensor, b: Tensor, world_id: int, world_size: int, path: int) -> tuple[Tensor, Tensor]:
+    c = a.new_empty(_output_shape("ag_gemm", a, b, world_size))
+    return c, a.new_empty((world_size * a.shape[0], a.shape[1]))
+
+
+# ---- autograd: the conjugate collectives of tensor/sequence parallelism -------------------------
+# Every backward below is collective where its forward was (every rank runs its backward, in the
+# same order, as SPMD training does). With A_r this rank's input and B_r its weight:
+#   ag_gemm  C = AG(A) B_r^T        dA_r = rows r of sum_q dC_q B_q = gemm_rs(dC, B_r^T)
+#                                   dB_r = dC^T AG(A)
+#   gemm_rs  C_r = rows r of sum_q A_q B_q^T
+#                                   dA_r = AG(dC) B_r = ag_gemm(dC, B_r^T), dB_r = AG(dC)^T A_r
+#   gemm_ar  C = sum_q A_q B_q^T (the same on every rank, so its gradient is too)
+#                                   dA_r = dC B_r, dB_r = dC^T A_r   (no communication)
+
+
+def _save_world(ctx, inputs):
+    ctx.world_id, ctx.world_size, ctx.path = inputs[2], inputs[3], inputs[4]
+
+
+def _ag_setup(ctx, inputs, output):
+    _save_world(ctx, inputs)
+    ctx.mark_non_differentiable(output[1])
+    ctx.save_for_backward(inputs[1], output[1])
+
+
+def _ag_backward(ctx, grad_c, _grad_gathered):
+    b, gathered = ctx.saved_tensors
+    grad_c = grad_c.contiguous()
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = gemm_rs_op(grad_c, b.t().contiguous(), ctx.world_id, ctx.world_size, ctx.path)
+    if ctx.needs_input_grad[1]:
+        grad_b = grad_c.t() @ gathered
+    return grad_a, grad_b, None, None, None
+
+
+def _rs_setup(ctx, inputs, output):
+    _save_world(ctx, inputs)
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _rs_backward(ctx, grad_c):
+    a, b = ctx.saved_tensors
+    grad_a, grad_gathered = ag_gemm_gathered_op(grad_c.contiguous(), b.t().contiguous(), ctx.world_id,
+                                                ctx.world_size, ctx.path)
+    grad_b = grad_gathered.t() @ a if ctx.needs_input_grad[1] else None
+    return (grad_a if ctx.needs_input_grad[0] else None), grad_b, None, None, None
+
+
+def _ar_setup(ctx, inputs, output):
+    _save_world(ctx, inputs)
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _ar_backward(ctx, grad_c):
+    a, b = ctx.saved_tensors
+    grad_a = grad_c @ b if ctx.needs_input_grad[0] else None
+    grad_b = grad_c.t() @ a if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b, None, None, None
+
+
+ag_gemm_gathered_op.register_autograd(_ag_backward, setup_context=_ag_setup)
+gemm_rs_op.register_autograd(_rs_backward, setup_context=_rs_setup)
+gemm_ar_op.register_autograd(_ar_backward, setup_context=_ar_setup)
+
+
+def needs_grad(*tensors: Tensor) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 def path_code(op: str, path: str) -> int:

@@ -211,3 +211,38 @@ def test_compiled_block_runs(world):
     parts = [(hq.float() @ dq.float().t()).chunk(w)[dist.get_rank()] for hq, dq in zip(gather(h), gather(down))]
     # h itself is rounded to bf16 on both sides, possibly the other way at a tie: slack for that.
     check_close(got, sum(parts), "compiled ag_gemm -> silu -> gemm_rs", parts, slack=0.05)
+
+
+def test_backward_is_the_conjugate_collective(world):
+    # loss = sum over ranks of <out_r, w_r>; each rank's gradients against a float32 reference
+    # built from every rank's tensors. bf16 weights w_r are what autograd feeds the backward.
+    seed = seed_everyone()
+    r, size = dist.get_rank(), world.size
+    m, n, k = 64, 256, 128
+    parts_of = lambda xs, ys: [x.float() @ y.float() for x, y in zip(xs, ys)]  # noqa: E731
+
+    # ag_gemm: dA_r = rows r of sum_q w_q B_q, dB_r = w_r^T AG(A)
+    a = rand((m, k), torch.bfloat16, seed + r).requires_grad_()
+    b = rand((n, k), torch.bfloat16, seed + 100 + r).requires_grad_()
+    w = rand((m * size, n), torch.bfloat16, seed + 200 + r)
+    (tilelink.ag_gemm(a, b).float() * w.float()).sum().backward()
+    parts = [p.chunk(size)[r] for p in parts_of(gather(w), gather(b.detach()))]
+    check_close(a.grad, sum(parts), "ag_gemm dA", parts)
+    check_close(b.grad, w.float().t() @ torch.cat(gather(a.detach())).float(), "ag_gemm dB")
+
+    # gemm_rs: dA_r = AG(w) B_r, dB_r = AG(w)^T A_r
+    a = rand((m * size, k), torch.bfloat16, seed + 300 + r).requires_grad_()
+    b = rand((n, k), torch.bfloat16, seed + 400 + r).requires_grad_()
+    w = rand((m, n), torch.bfloat16, seed + 500 + r)
+    (tilelink.gemm_rs(a, b).float() * w.float()).sum().backward()
+    w_all = torch.cat(gather(w)).float()
+    check_close(a.grad, w_all @ b.detach().float(), "gemm_rs dA")
+    check_close(b.grad, w_all.t() @ a.detach().float(), "gemm_rs dB")
+
+    # gemm_ar: the output (and so its gradient) is the same on every rank: w shared
+    a = rand((m, k), torch.bfloat16, seed + 600 + r).requires_grad_()
+    b = rand((n, k), torch.bfloat16, seed + 700 + r).requires_grad_()
+    w = rand((m, n), torch.bfloat16, seed + 800)
+    (tilelink.gemm_ar(a, b).float() * w.float()).sum().backward()
+    check_close(a.grad, w.float() @ b.detach().float(), "gemm_ar dA")
+    check_close(b.grad, w.float().t() @ a.detach().float(), "gemm_ar dB")
