@@ -20,7 +20,8 @@ _lock = threading.Lock()
 
 class World:
     """One process's rank of a tilelink world: its symmetric heap, peers' heaps (CUDA IPC) and
-    streams. Made by :func:`init`; ``close()`` it (collectively) when done."""
+    streams. Made by :func:`init`; ``close()`` it (collectively) when done, or use it as a context
+    manager: ``with tilelink.init(group) as world: ...``."""
 
     def __init__(self, group, handle: ctypes.c_void_p, callbacks, rank: int, size: int):
         self.group = group
@@ -80,6 +81,12 @@ class World:
             if _default is self:  # the latest world still open takes over
                 _default = list(_worlds.values())[-1] if _worlds else None
         _capi.check(_capi.lib().tl_world_destroy(handle))
+
+    def __enter__(self) -> "World":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"{self.device}"
