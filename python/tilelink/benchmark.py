@@ -18,19 +18,30 @@ import torch.distributed as dist
 
 
 def time_collective(fn, iters: int = 20, warmup: int = 3, group=None) -> float:
+    return time_collective_interleaved({"fn": fn}, iters, warmup, group)["fn"]
+
+
+def time_collective_interleaved(fns: dict, iters: int = 20, warmup: int = 3, group=None) -> dict:
+    """Like time_collective for several candidates at once, their samples interleaved (each
+    round runs every candidate once, in a rotating order), so that drift in clocks or in the
+    machine's load falls on all of them alike. Returns {name: median ms}."""
+    names = list(fns)
     for _ in range(warmup):
-        fn()
+        for name in names:
+            fns[name]()
     torch.cuda.synchronize()
-    samples = []
-    for _ in range(iters):
-        dist.barrier(group=group)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1_000_000)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        t = torch.tensor([start.elapsed_time(end)], device="cuda")
-        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
-        samples.append(t.item())
-    return statistics.median(samples)
+    samples = {name: [] for name in names}
+    for i in range(iters):
+        for j in range(len(names)):
+            name = names[(i + j) % len(names)]
+            dist.barrier(group=group)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1_000_000)
+            start.record()
+            fns[name]()
+            end.record()
+            end.synchronize()
+            t = torch.tensor([start.elapsed_time(end)], device="cuda")
+            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
+            samples[name].append(t.item())
+    return {name: statistics.median(v) for name, v in samples.items()}
