@@ -75,7 +75,11 @@ def lib() -> ctypes.CDLL:
     tried = []
     for path in _candidates():
         if path.is_file():
-            loaded = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+            try:
+                loaded = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
+            except OSError as e:
+                raise RuntimeError(f"tilelink: cannot load {path}: {e} (tilelink needs the NVIDIA driver and a "
+                                   "Hopper GPU; fake tensors and torch.compile tracing work without them)") from e
             _declare(loaded)
             version = loaded.tl_api_version()
             if version != API_VERSION:

@@ -140,3 +140,14 @@ def test_backward_values_on_one_rank(monkeypatch):
         for got, want, name in ((a.grad, ref_a.grad, "dA"), (b.grad, ref_b.grad, "dB")):
             err = (got.float() - want).abs().max().item()
             assert err <= 2**-7 * want.abs().max().item() + 1e-2, f"{op} {name}: off by {err}"
+
+
+def test_a_library_that_cannot_load_says_why():
+    # On a machine without the NVIDIA driver (CI) loading fails; the error must be tilelink's,
+    # naming the library and the reason, not a bare OSError from ctypes.
+    import tilelink._capi as capi
+
+    try:
+        capi.lib()
+    except RuntimeError as e:
+        assert "tilelink" in str(e) and ("cannot load" in str(e) or "not found" in str(e)), str(e)
