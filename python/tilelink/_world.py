@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -181,6 +182,10 @@ def init(group=None, *, heap_bytes: int = 0, wait_timeout_ms: int = 0) -> World:
     if status != 0:
         raise RuntimeError(_capi.lib().tl_last_error().decode(errors="replace")) from error
     world = World(group, handle, boot, rank, size)
+    if world.max_ranks_per_gpu > 1:
+        warnings.warn(f"tilelink.init: up to {world.max_ranks_per_gpu} ranks of this world share a GPU (this rank is on "
+                      f"{world.device}); processes sharing a GPU run one at a time unless MPS is on, and the ops "
+                      "then avoid NCCL. Did each process call torch.cuda.set_device(local_rank) first?", stacklevel=2)
     with _lock:
         _worlds[world.id] = world
         _default = world
