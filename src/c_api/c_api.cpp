@@ -65,6 +65,15 @@ tilelink::OpPath path_of(int path) {
   return static_cast<tilelink::OpPath>(path);
 }
 
+// An op's options from the C call's path code and stream.
+template <class Options>
+Options op_options(int path, void* stream) {
+  Options o;
+  o.path = path_of(path);
+  o.stream = static_cast<cudaStream_t>(stream);
+  return o;
+}
+
 }  // namespace
 
 struct tl_world {
@@ -144,30 +153,24 @@ int tl_peer_pointer(tl_world* world, void* local, int peer, void** out) {
 int tl_ag_gemm(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m_per_rank, int64_t n,
                int64_t k, void* a_gathered, int path, void* stream) {
   return guarded([&] {
-    tilelink::AgGemmOptions o;
-    o.path = path_of(path);
-    o.stream = static_cast<cudaStream_t>(stream);
-    tilelink::ag_gemm(context_of(world), {dtype_of(dtype), a, b, c, m_per_rank, n, k, a_gathered}, o);
+    tilelink::ag_gemm(context_of(world), {dtype_of(dtype), a, b, c, m_per_rank, n, k, a_gathered},
+                      op_options<tilelink::AgGemmOptions>(path, stream));
   });
 }
 
 int tl_gemm_rs(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
                int path, void* stream) {
   return guarded([&] {
-    tilelink::GemmRsOptions o;
-    o.path = path_of(path);
-    o.stream = static_cast<cudaStream_t>(stream);
-    tilelink::gemm_rs(context_of(world), {dtype_of(dtype), a, b, c, m, n, k}, o);
+    tilelink::gemm_rs(context_of(world), {dtype_of(dtype), a, b, c, m, n, k},
+                      op_options<tilelink::GemmRsOptions>(path, stream));
   });
 }
 
 int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
                int path, void* stream) {
   return guarded([&] {
-    tilelink::GemmArOptions o;
-    o.path = path_of(path);
-    o.stream = static_cast<cudaStream_t>(stream);
-    tilelink::gemm_ar(context_of(world), {dtype_of(dtype), a, b, c, m, n, k}, o);
+    tilelink::gemm_ar(context_of(world), {dtype_of(dtype), a, b, c, m, n, k},
+                      op_options<tilelink::GemmArOptions>(path, stream));
   });
 }
 

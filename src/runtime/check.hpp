@@ -43,4 +43,15 @@ inline int visible_device_count(const char* who) {
   return count;
 }
 
+// A driver API function found through the runtime (nullptr if this driver lacks it): programs
+// that link the runtime without a GPU driver (the CPU tests) must not need libcuda.
+template <class Fn>
+Fn driver_entry_point(const char* name) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  check_cuda(cudaGetDriverEntryPointByVersion(name, &entry, 12000, cudaEnableDefault, &found),
+             "cudaGetDriverEntryPointByVersion", name);
+  return found == cudaDriverEntryPointSuccess ? reinterpret_cast<Fn>(entry) : nullptr;
+}
+
 }  // namespace tilelink::detail

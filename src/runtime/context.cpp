@@ -169,15 +169,9 @@ void Context::warm_streams() {
   // rank's signals, so such a first use would stall until their waits time out. Each kind of
   // operation the ops issue runs once on both streams here, while no rank has anything in flight.
   uint64_t* scratch = signal_pool_ + layout_.allocate_signals(2, "stream warm-up");
-  // Through the runtime's entry point: programs that link the runtime without a GPU driver (the
-  // CPU tests) must not need libcuda.
   using BatchMemOp = CUresult (*)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int);
-  void* entry = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  check_cuda(cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", &entry, 12000, cudaEnableDefault, &found),
-             "cudaGetDriverEntryPointByVersion", "cuStreamBatchMemOp");
-  TL_REQUIRE(found == cudaDriverEntryPointSuccess && entry != nullptr, "the CUDA driver has no cuStreamBatchMemOp");
-  const auto batch_mem_op = reinterpret_cast<BatchMemOp>(entry);
+  const auto batch_mem_op = detail::driver_entry_point<BatchMemOp>("cuStreamBatchMemOp");
+  TL_REQUIRE(batch_mem_op != nullptr, "the CUDA driver has no cuStreamBatchMemOp");
   for (cudaStream_t s : {stream_, side_stream_}) {
     check_cuda(cudaMemcpyAsync(scratch + 1, scratch, sizeof(uint64_t), cudaMemcpyDefault, s),
                "cudaMemcpyAsync", "stream warm-up, local");

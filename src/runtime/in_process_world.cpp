@@ -55,13 +55,9 @@ void require_sharing_environment(int ranks_per_gpu) {
   // Lazy module loading (CUDA's default) loads a kernel at its first launch, and the load waits
   // for the device.
   using GetLoadingMode = CUresult (*)(CUmoduleLoadingMode*);
-  void* entry = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  check_cuda(cudaGetDriverEntryPointByVersion("cuModuleGetLoadingMode", &entry, 12000, cudaEnableDefault, &found),
-             "cudaGetDriverEntryPointByVersion", "cuModuleGetLoadingMode");
   CUmoduleLoadingMode mode = CU_MODULE_LAZY_LOADING;
-  if (found == cudaDriverEntryPointSuccess && entry != nullptr)
-    TL_REQUIRE(reinterpret_cast<GetLoadingMode>(entry)(&mode) == CUDA_SUCCESS, "cuModuleGetLoadingMode failed");
+  if (const auto get_mode = detail::driver_entry_point<GetLoadingMode>("cuModuleGetLoadingMode"))
+    TL_REQUIRE(get_mode(&mode) == CUDA_SUCCESS, "cuModuleGetLoadingMode failed");
   const int queues = hardware_queues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
   const int needed = hardware_queues_needed(ranks_per_gpu);
   TL_REQUIRE(mode == CU_MODULE_EAGER_LOADING && queues >= needed, "InProcessWorld: ", ranks_per_gpu,
