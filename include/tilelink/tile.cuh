@@ -1,5 +1,5 @@
 // tilelink/tile.cuh — the tile-centric layer: mappings, tile orders, the signal and data
-// primitives, and their binding to the GEMM engine's hooks.
+// primitives (on the device and in stream order), and their binding to the GEMM engine's hooks.
 #pragma once
 
 #include "tilelink/tile/data.cuh"
@@ -7,3 +7,4 @@
 #include "tilelink/tile/mapping.cuh"
 #include "tilelink/tile/order.cuh"
 #include "tilelink/tile/signal.cuh"
+#include "tilelink/tile/stream_signal.cuh"

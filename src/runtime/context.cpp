@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "check.hpp"
+#include "device_epoch.hpp"
 #include "failure_message.hpp"
 #include "gpu_sharing.hpp"
 #include "options.hpp"
@@ -88,6 +89,7 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     // Same call on every rank, so the barrier slots sit at the same offset everywhere.
     barrier_slots_ =
         signal_pool_ + layout_.allocate_signals(ll::kBarrierSlots, "barrier slots (barrier_all)");
+    epoch_word_ = signal_pool_ + layout_.allocate_signals(1, "device epoch");
 
     void* report = nullptr;
     check_cuda(cudaHostAlloc(&report, sizeof(ll::WaitReport),
@@ -267,8 +269,25 @@ bool Context::is_symmetric(const void* p, size_t bytes) const {
   return heap_ != nullptr && addr >= base && layout_.contains(addr - base, bytes);
 }
 
+uint64_t Context::begin_op(const char* op, cudaStream_t stream) {
+  const uint64_t epoch = begin_op(op);
+  // One rank signals nobody: its kernels compare with nothing, so its GEMMs pay no extra launch.
+  if (num_ranks_ > 1) detail::enqueue_epoch_advance(epoch_word_, stream);
+  device_epoch_ = true;
+  return epoch;
+}
+
+void Context::refuse_in_capture(const char* what) const {
+  if (capturing_op_ == nullptr) return;
+  detail::fail("tilelink rank ", rank_, ": ", capturing_op_, " would ", what,
+               " while its stream is being captured into a CUDA graph. Make one call with the same "
+               "arguments before capturing: the first call of a shape agrees on it across ranks and "
+               "sizes its buffers, and later calls are capturable");
+}
+
 uint64_t Context::begin_op(const char* op) {
   const uint64_t epoch = ops_.begin(op);
+  device_epoch_ = false;
   std::lock_guard<std::mutex> lock(progress_mutex_);
   progress_epoch_ = epoch;
   progress_op_ = ops_.op();
@@ -307,6 +326,7 @@ ll::Team Context::team() const {
   t.wait_timeout_ns = wait_timeout_ns_;
   t.report = report_device_;
   t.barrier_slots = barrier_slots_;
+  t.epoch_word = device_epoch_ ? epoch_word_ : nullptr;
   return t;
 }
 

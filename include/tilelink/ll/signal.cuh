@@ -1,7 +1,7 @@
 // tilelink/ll/signal.cuh — signal words: set/add on any rank, and bounded waits.
 //
 // A signal is a 64-bit word in the symmetric signal pool. Ops publish progress by *setting* a
-// signal to the epoch of the current call (Team::epoch) with release semantics; consumers wait
+// signal to the epoch of the current call (call_epoch(team)) with release semantics; consumers wait
 // until the word is >= that epoch with acquire semantics. Epochs only grow, so a word left over
 // from an earlier call can never satisfy a later wait, and nothing is ever reset.
 //
@@ -56,6 +56,13 @@ inline const char* cmp_name(Cmp c) {
 }
 
 #if defined(__CUDACC__)
+
+// The epoch of the current op call. For a call begun on a stream it is read from the device word
+// the stream advanced when the call began (written by an earlier kernel of the stream: a relaxed
+// load sees it), so a CUDA graph replay, which the host never sees, still gets a fresh epoch.
+TL_DEVICE uint64_t call_epoch(const Team& t) {
+  return t.epoch_word != nullptr ? ld_relaxed_gpu(t.epoch_word) : t.epoch;
+}
 
 namespace detail {
 TL_DEVICE const char* cmp_name_device(Cmp c) {

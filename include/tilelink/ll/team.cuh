@@ -4,6 +4,9 @@
 // mapped in this rank's address space, the signal pool, the epoch of the current op call, the
 // wait timeout and where a timed-out wait reports. The host builds it (Context::team()); the
 // device only reads it. Nothing here reads threadIdx: scope of cooperation is the caller's.
+// Kernels compare signals with ll::call_epoch(team) (signal.cuh), which reads the epoch on the
+// device when the call was begun on a stream (epoch_word): a call captured in a CUDA graph then
+// gets a fresh epoch at every replay.
 #pragma once
 
 #include <cstdint>
@@ -56,12 +59,17 @@ struct Team {
   uint64_t heap_bytes;         // size of every rank's heap (equal across ranks)
   uint64_t* signal_base;       // this rank's signal pool (inside its heap, at the same offset everywhere)
   uint64_t signal_slots;       // number of 64-bit slots in the pool
-  uint64_t epoch;              // bumped by the host once per op call; signals compare against it
+  uint64_t epoch;              // the host's count of op calls (the epoch of calls begun on the
+                               // host alone, Context::begin_op(op)); kernels use ll::call_epoch
   uint64_t wait_timeout_ns;    // bound on every wait (TILELINK_WAIT_TIMEOUT_MS)
   WaitReport* report;          // host-mapped pinned memory
   uint64_t* barrier_slots;     // kBarrierSlots slots of this rank's signal pool, reserved by the
                                // Context for barrier_all/sync_all (same offset on every rank);
                                // nullptr makes every barrier trap with a message saying so
+  const uint64_t* epoch_word;  // calls begun on a stream (Context::begin_op(op, stream)): the
+                               // device word holding the epoch, advanced on that stream at the
+                               // start of every call, replays of a CUDA graph included; nullptr:
+                               // the epoch is `epoch`
 };
 
 }  // namespace tilelink::ll

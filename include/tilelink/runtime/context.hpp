@@ -119,15 +119,34 @@ class Context {
   bool is_symmetric(const void* p, size_t bytes = 1) const;
 
   // ---- per-call state ---------------------------------------------------------------------
-  // Starts an op call: bumps the epoch every signal of this call is compared against.
+  // Starts an op call whose kernels get the epoch from the host (Team::epoch, by value): bumps
+  // the epoch every signal of this call is compared against.
   uint64_t begin_op(const char* op);
+  // Starts an op call whose work runs in stream order from `stream`: also advances the device
+  // epoch word on `stream` (one tiny kernel), which the call's kernels read (ll::call_epoch). Such
+  // a call may be captured in a CUDA graph: every replay advances the word again. Returns the
+  // host's count of calls (what errors and traces name), which replays do not advance.
+  uint64_t begin_op(const char* op, cudaStream_t stream);
   uint64_t epoch() const { return ops_.epoch(); }
   const char* current_op() const { return ops_.op().c_str(); }
   ll::Team team() const;
 
+  // The op whose call is being captured into a CUDA graph (ops set it around their body;
+  // nullptr: none). Nothing of the host may then wait for the device or for the other ranks.
+  void set_capturing(const char* op) { capturing_op_ = op; }
+  bool capturing() const { return capturing_op_ != nullptr; }
+  // Throws, naming `what`, when the call in progress is being captured.
+  void refuse_in_capture(const char* what) const;
+
   // ---- host collectives -------------------------------------------------------------------
-  void barrier() { bootstrap_.barrier(); }
-  void allgather(const void* mine, void* all, size_t bytes) { bootstrap_.allgather(mine, all, bytes); }
+  void barrier() {
+    refuse_in_capture("wait for the other ranks (a host barrier)");
+    bootstrap_.barrier();
+  }
+  void allgather(const void* mine, void* all, size_t bytes) {
+    refuse_in_capture("exchange data with the other ranks (a host collective)");
+    bootstrap_.allgather(mine, all, bytes);
+  }
   // Throws (on every rank) unless every rank passed the same value.
   template <class T>
   void require_uniform(const T& value, const char* op, const char* what) {
@@ -187,6 +206,9 @@ class Context {
   uint64_t wait_timeout_ns_ = 0;
   OpSequence ops_;
   uint64_t* barrier_slots_ = nullptr;          // ll::kBarrierSlots slots reserved in the pool
+  uint64_t* epoch_word_ = nullptr;             // the device epoch (one slot of the pool)
+  bool device_epoch_ = false;                  // the current call began on a stream
+  const char* capturing_op_ = nullptr;
   ll::WaitReport* report_ = nullptr;           // host-mapped pinned
   ll::WaitReport* report_device_ = nullptr;    // its device address
   std::vector<ll::WaitReport*> visible_reports_;

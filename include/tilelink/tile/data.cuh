@@ -38,7 +38,7 @@ TL_DEVICE void tile_push_data_block(const ll::Team& team, const Mapping& map, in
   ll::putmem_signal_block(team, static_cast<char*>(dst) + rr.begin * row_bytes,
                           static_cast<const char*>(src) + (rr.begin - src_row0) * row_bytes,
                           size_t(rr.count) * size_t(row_bytes), signals + map.notify_slot(tile),
-                          team.epoch, ll::SignalOp::max, to);
+                          ll::call_epoch(team), ll::SignalOp::max, to);
 }
 
 template <class Mapping>

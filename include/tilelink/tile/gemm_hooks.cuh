@@ -40,8 +40,9 @@ struct GatherWaitHooks {
     if ((threadIdx.x & 31) == 0) {
       // consumer_tile_wait, lowered with the lean wait: this warp runs on 40 registers.
       const SlotRange deps = map.wait_slots(RowRange{c.row0, c.rows});
+      const uint64_t epoch = ll::call_epoch(team);
       for (int32_t s = deps.begin; s < deps.end; ++s)
-        ll::signal_wait_local_lean(team, signals, s, team.epoch, s, ll::LeanSite("consumer_tile_wait"));
+        ll::signal_wait_local_lean(team, signals, s, epoch, s, ll::LeanSite("consumer_tile_wait"));
     }
     __syncwarp();
     ll::fence_proxy_async_global();

@@ -7,8 +7,10 @@
 //   rank_signals_set(stream, slots, count, value)  the same for many words as one stream operation
 //
 // Paired with the SM-side waits these give the copy engine the same signal protocol as the SMs: a
-// chunk copied by the copy engine is published by the write that follows it. Stream-ordered
-// *waits* are tile::wait_slots_kernel (signal.cuh), not cuStreamWaitValue, which cannot be bounded.
+// chunk copied by the copy engine is published by the write that follows it. The two signal
+// writes take their value from the host, so they suit calls begun on the host alone
+// (Context::begin_op(op)); op calls, whose epoch lives on the device so that CUDA graphs can
+// replay them, use tile::stream_notify and tile::stream_wait (stream_signal.cuh).
 #pragma once
 
 #include <cuda.h>

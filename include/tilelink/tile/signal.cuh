@@ -8,8 +8,10 @@
 //   rank_wait(team, rank_signals, src[, value])               coarse wait on rank src
 //
 // Lowering: a Mapping turns the tile id into slot numbers and ranks (mapping.cuh); signals are
-// epoch flags (ll/signal.cuh): notify raises the slot to the current epoch (release, red.max),
-// wait spins (bounded) until the slot holds at least that epoch (acquire). Notifying with max
+// epoch flags (ll/signal.cuh): notify raises the slot to the call's epoch (ll::call_epoch) with
+// a release red.max, wait spins (bounded) until the slot holds at least that epoch (acquire).
+// The stream-ordered forms (for copy-engine paths and hand-overs between calls) are in
+// stream_signal.cuh. Notifying with max
 // rather than a store matters when consecutive calls lay their slots out differently (another
 // shape or algorithm): a rank still finishing call e-1 may write a slot that a faster peer has
 // already raised to e for call e; a store would lower it and strand the waiter (seen on the H200
@@ -45,13 +47,13 @@ TL_DEVICE void producer_tile_notify(const ll::Team& team, const Mapping& map, ui
   static_assert(ProducerMapping<Mapping>,
                 "producer_tile_notify: Mapping must provide notify_slot(tile) and owner(tile)");
   uint64_t* slot = signals + map.notify_slot(tile);
+  const uint64_t epoch = ll::call_epoch(team);
   if constexpr (Mode == Notify::local) {
-    ll::red_max_release_gpu(slot, team.epoch);
+    ll::red_max_release_gpu(slot, epoch);
   } else if constexpr (Mode == Notify::owner) {
-    ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::max, map.owner(tile));
+    ll::signal_op<ll::Scope::sys>(team, slot, epoch, ll::SignalOp::max, map.owner(tile));
   } else {
-    for (int r = 0; r < team.num_ranks; ++r)
-      ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::max, r);
+    for (int r = 0; r < team.num_ranks; ++r) ll::signal_op<ll::Scope::sys>(team, slot, epoch, ll::SignalOp::max, r);
   }
 }
 
@@ -61,8 +63,9 @@ TL_DEVICE void consumer_tile_wait(const ll::Team& team, const Mapping& map, cons
   static_assert(ConsumerMapping<Mapping, Region>,
                 "consumer_tile_wait: Mapping must provide SlotRange wait_slots(Region)");
   SlotRange deps = map.wait_slots(region);
+  const uint64_t epoch = ll::call_epoch(team);
   for (int32_t s = deps.begin; s < deps.end; ++s)
-    ll::signal_wait_until<ll::Scope::sys>(team, signals + s, ll::Cmp::ge, team.epoch,
+    ll::signal_wait_until<ll::Scope::sys>(team, signals + s, ll::Cmp::ge, epoch,
                                           ll::WaitSite{s, "consumer_tile_wait"});
 }
 
@@ -71,7 +74,7 @@ TL_DEVICE void peer_tile_notify(const ll::Team& team, const Mapping& map, uint64
                                 int32_t tile, int32_t dst) {
   static_assert(ProducerMapping<Mapping>, "peer_tile_notify: Mapping must provide notify_slot(tile)");
   uint64_t* slot = peer_signals + int64_t(map.notify_slot(tile)) * team.num_ranks + team.rank;
-  ll::signal_op<ll::Scope::sys>(team, slot, team.epoch, ll::SignalOp::max, dst);
+  ll::signal_op<ll::Scope::sys>(team, slot, ll::call_epoch(team), ll::SignalOp::max, dst);
 }
 
 template <class Mapping>
@@ -79,12 +82,12 @@ TL_DEVICE void peer_tile_wait(const ll::Team& team, const Mapping& map, const ui
                               int32_t tile, int32_t src) {
   static_assert(ProducerMapping<Mapping>, "peer_tile_wait: Mapping must provide notify_slot(tile)");
   const uint64_t* slot = peer_signals + int64_t(map.notify_slot(tile)) * team.num_ranks + src;
-  ll::signal_wait_until<ll::Scope::sys>(team, slot, ll::Cmp::ge, team.epoch,
+  ll::signal_wait_until<ll::Scope::sys>(team, slot, ll::Cmp::ge, ll::call_epoch(team),
                                         ll::WaitSite{tile, "peer_tile_wait"});
 }
 
 TL_DEVICE void rank_notify(const ll::Team& team, uint64_t* rank_signals, int32_t dst) {
-  ll::signal_op<ll::Scope::sys>(team, rank_signals + team.rank, team.epoch, ll::SignalOp::max, dst);
+  ll::signal_op<ll::Scope::sys>(team, rank_signals + team.rank, ll::call_epoch(team), ll::SignalOp::max, dst);
 }
 
 // Waits until rank `src` notified this rank for call `value` (default: the current call).
@@ -94,7 +97,7 @@ TL_DEVICE void rank_wait(const ll::Team& team, const uint64_t* rank_signals, int
                                         ll::WaitSite{src, "rank_wait"});
 }
 TL_DEVICE void rank_wait(const ll::Team& team, const uint64_t* rank_signals, int32_t src) {
-  rank_wait(team, rank_signals, src, team.epoch);
+  rank_wait(team, rank_signals, src, ll::call_epoch(team));
 }
 
 // ---- whole-block variants ------------------------------------------------------------------
@@ -132,18 +135,6 @@ TL_DEVICE void peer_tile_wait_block(const ll::Team& team, const Mapping& map,
                                     const uint64_t* peer_signals, int32_t tile, int32_t src) {
   if (threadIdx.x == 0) peer_tile_wait(team, map, peer_signals, tile, src);
   __syncthreads();
-}
-
-// On a stream: one warp waits (bounded, reporting "rank_wait" with the slot index as the tile)
-// until slots [0, n) of `signals`, except `skip`, hold >= `value`. The stream-ordered wait of the
-// copy-engine paths; unlike cuStreamWaitValue it cannot hang. A template only so that every
-// translation unit may include it.
-template <int = 0>
-__global__ void wait_slots_kernel(const ll::Team team, const uint64_t* signals, int32_t n, int32_t skip,
-                                  uint64_t value) {
-  for (int32_t i = threadIdx.x; i < n; i += blockDim.x)
-    if (i != skip)
-      ll::signal_wait_until<ll::Scope::sys>(team, signals + i, ll::Cmp::ge, value, ll::WaitSite{i, "rank_wait"});
 }
 
 #endif  // __CUDACC__

@@ -1,8 +1,10 @@
 // src/ops/ag_gemm/ag_gemm.cu — AllGather-GEMM: validation, buffers, and the two streams.
 //
-// Per call, on rank r (world W, epoch e):
+// Per call, on rank r (world W, epoch e — advanced on the device at the start of the call, so
+// that a CUDA graph replay gets its own):
 //   side stream (after everything before the call on the caller's stream):
-//     wait until every peer finished reading r's rows of the latest pull call ("done")
+//     wait until every peer finished reading r's rows of the latest pull call ("done"; that
+//     call's epoch is kept on the device, in "pull_epoch")
 //     copy r's rows into its slot of the symmetric gathered A, publish those chunks
 //     tell every peer "ready" (push: my gathered A is free; pull: my rows are in place)
 //     move the other ranks' rows: SM gather kernel, or copy engine + stream signals
@@ -29,6 +31,7 @@
 #include "tilelink/tile/gemm_hooks.cuh"
 #include "tilelink/runtime/nccl.hpp"
 #include "tilelink/tile/rank_copy.hpp"
+#include "tilelink/tile/stream_signal.cuh"
 
 namespace tilelink {
 namespace {
@@ -39,7 +42,9 @@ struct AgGemmState {
   explicit AgGemmState(Context& ctx) : side(ctx) {}
   ops::SideStream side;
   ops::UniformCheck uniform;
-  uint64_t last_pull_epoch = 0;     // epoch of the latest pull-mode call (0: none)
+  // A pull-mode call was made or captured with these slots: from then on every call waits for
+  // the latest one's readers (its epoch is on the device, so replays of a graph are covered).
+  bool pull_used = false;
   const void* last_workspace = nullptr;
 };
 
@@ -96,8 +101,12 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   const int64_t m_total = a.m_per_rank * world;
   const int64_t row_bytes = a.k * int64_t(dtype_size(a.dtype));
   // Decomposed on a shared GPU: nothing runs beside the gather, so the copy engines move it
-  // (the SM gather kernel would get only this rank's slice of SMs).
-  const CommEngine engine = overlap ? o.engine : CommEngine::copy_engine;
+  // (the SM gather kernel would get only this rank's slice of SMs). A call being captured in a
+  // CUDA graph gathers on SMs: the first replay of a graph holding copies between GPUs stalled
+  // on the H200 (ranks on two GPUs, every rank waiting for a chunk whose copy never ran), while
+  // the same graphs without such copies replayed fine.
+  const CommEngine engine =
+      ctx.capturing() ? CommEngine::sm : overlap ? o.engine : CommEngine::copy_engine;
   const bool sm_engine = engine == CommEngine::sm && world > 1 && o.communicate;
   // The side stream runs small kernels before its gather (the bounded one-warp waits, unlike
   // cuStreamWaitValue; the copy of this rank's own rows) and GEMM tiles wait for what comes after
@@ -123,23 +132,26 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   // Buffers. With one rank the gathered A is A itself.
   char* gathered = world == 1 ? const_cast<char*>(static_cast<const char*>(a.a))
                               : static_cast<char*>(ctx.symmetric_workspace("ag_gemm.a", m_total * row_bytes));
-  // Slot layout: the per-rank handshakes first, at offsets that never move when a later call
-  // grows the workspace in place; then one slot per chunk.
-  uint64_t* signals = ctx.signal_workspace("ag_gemm.signals", 2 * world + map.num_tiles());
+  // Slot layout: the per-rank handshakes and the latest pull call's epoch (local) first, at
+  // offsets that never move when a later call grows the workspace in place; then one slot per
+  // chunk.
+  uint64_t* signals = ctx.signal_workspace("ag_gemm.signals", 2 * world + 1 + map.num_tiles());
   uint64_t* ready = signals;
   uint64_t* done = signals + world;
-  uint64_t* chunk_sig = signals + 2 * world;
+  uint64_t* pull_epoch = signals + 2 * world;
+  uint64_t* chunk_sig = signals + 2 * world + 1;
   if (signals != st.last_workspace) {
     // New (zeroed) slots: the earlier calls' handshakes live in the old ones. Drain every rank's
     // earlier calls once (rare: only when the shape grows), then start the protocol afresh.
+    ctx.refuse_in_capture("move its signal slots (a larger shape than any call before)");
     TL_CUDA_CHECK(cudaStreamSynchronize(main));
     TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
     ctx.barrier();
     st.last_workspace = signals;
-    st.last_pull_epoch = 0;
+    st.pull_used = false;
   }
 
-  const uint64_t epoch = ctx.begin_op(kOp);
+  ctx.begin_op(kOp, main);
   ctx.trace("checked, buffers ready");
   const ll::Team team = ctx.team();
   const cudaStream_t side = st.side.get();
@@ -152,11 +164,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     // Decomposed with one GPU per rank: NCCL's all-gather into the gathered A, then cuBLAS.
     // Peers of the latest pull-mode call may still be reading this rank's rows there.
     if (world > 1 && o.communicate) {
-      if (st.last_pull_epoch > 0) {
-        tile::wait_slots_kernel<<<1, 32, 0, main>>>(team, done, world, me, st.last_pull_epoch);
-        TL_CUDA_CHECK(cudaGetLastError());
-        st.last_pull_epoch = 0;
-      }
+      if (st.pull_used || ctx.capturing()) tile::stream_wait(main, team, done, world, me, pull_epoch);
       nccl_check(ncclAllGather(a.a, gathered, size_t(a.m_per_rank * a.k), nccl_type(a.dtype), nccl_comm(ctx), main),
                  ctx, "ncclAllGather");
     }
@@ -167,28 +175,21 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   char* my_rows = gathered + int64_t(me) * a.m_per_rank * row_bytes;
   const int cpr = map.chunks_per_rank;
 
-  // Publishing is done with stream-ordered writes, never with a kernel: ranks sharing a GPU may
-  // fill every SM with GEMM tiles that wait for these very slots.
+  // Every stream-ordered signal below is a one-block kernel (tile::stream_notify/stream_wait).
+  // Ranks sharing a GPU may fill their SM shares with GEMM tiles that wait for these very slots,
+  // so each rank keeps one SM of its share for them (gemm_sms above).
   const bool gather = world > 1 && o.communicate;
-  if (world > 1 && !o.communicate) {
-    std::vector<uint64_t*> all(size_t(map.num_tiles()));
-    for (int32_t t = 0; t < map.num_tiles(); ++t) all[size_t(t)] = chunk_sig + t;
-    tile::rank_signals_set(main, all.data(), all.size(), epoch);
-  }
+  if (world > 1 && !o.communicate) tile::stream_notify(main, team, {{chunk_sig, map.num_tiles()}});
   if (gather) {
     st.side.fork(main);
     // Peers may still be pulling this rank's rows of the latest pull-mode call.
-    if (st.last_pull_epoch > 0) {
-      tile::wait_slots_kernel<<<1, 32, 0, side>>>(team, done, world, me, st.last_pull_epoch);
-      TL_CUDA_CHECK(cudaGetLastError());
-    }
+    if (st.pull_used || ctx.capturing()) tile::stream_wait(side, team, done, world, me, pull_epoch);
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
-    // My chunks (for my GEMM) and "ready" (for my peers), in one stream operation.
-    std::vector<uint64_t*> publish;
-    for (int c = 0; c < cpr; ++c) publish.push_back(chunk_sig + map.tile(me, c));
+    // My chunks (for my GEMM) and "ready" (for my peers), in one kernel.
+    std::vector<tile::SlotSpan> publish{{chunk_sig + map.tile(me, 0), cpr}};
     for (int q = 0; q < world; ++q)
-      if (q != me) publish.push_back(ctx.peer_ptr(ready + me, q));
-    tile::rank_signals_set(side, publish.data(), publish.size(), epoch);
+      if (q != me) publish.push_back({ctx.peer_ptr(ready + me, q)});
+    tile::stream_notify(side, team, publish);
 
     ctx.trace("side stream: own rows copied and published, ready sent");
     if (sm_engine) {
@@ -200,8 +201,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
       for (int step = 1; step < world; ++step) {
         const int peer = o.mode == CommMode::push ? tile::ring_prev(me, step, world)
                                                   : tile::ring_next(me, step, world);
-        tile::wait_slots_kernel<<<1, 32, 0, side>>>(team, ready + peer, 1, -1, epoch);
-        TL_CUDA_CHECK(cudaGetLastError());
+        tile::stream_wait(side, team, ready + peer, 1, -1);
         for (int c = 0; c < cpr; ++c) {
           const int32_t t = map.tile(o.mode == CommMode::push ? me : peer, c);
           const tile::RowRange rr = map.rows(t);
@@ -211,10 +211,10 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
             tile::rank_copy_data(side, ctx.peer_ptr(rows, peer),
                                  static_cast<const char*>(a.a) + (rr.begin - int64_t(me) * a.m_per_rank) * row_bytes,
                                  bytes);
-            tile::rank_signal_set(side, ctx.peer_ptr(chunk_sig + map.notify_slot(t), peer), epoch);
+            tile::stream_notify(side, team, {{ctx.peer_ptr(chunk_sig + map.notify_slot(t), peer)}});
           } else {
             tile::rank_copy_data(side, rows, ctx.peer_ptr(rows, peer), bytes);
-            tile::rank_signal_set(side, chunk_sig + map.notify_slot(t), epoch);
+            tile::stream_notify(side, team, {{chunk_sig + map.notify_slot(t)}});
           }
         }
       }
@@ -222,14 +222,15 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     if (!overlap && o.mode == CommMode::push) {
       // Decomposed: nothing waits tile by tile for the rows the peers push here, so the side
       // stream does, for all of them, before the GEMM is released.
-      tile::wait_slots_kernel<<<1, 32, 0, side>>>(team, chunk_sig, map.num_tiles(), -1, epoch);
-      TL_CUDA_CHECK(cudaGetLastError());
+      tile::stream_wait(side, team, chunk_sig, map.num_tiles(), -1);
     }
     if (o.mode == CommMode::pull) {
-      std::vector<uint64_t*> done_at_peers;
+      // "done" at every peer, and this call's epoch for this rank's next call to wait on.
+      std::vector<tile::SlotSpan> done_at_peers{{pull_epoch}};
       for (int q = 0; q < world; ++q)
-        if (q != me) done_at_peers.push_back(ctx.peer_ptr(done + me, q));
-      tile::rank_signals_set(side, done_at_peers.data(), done_at_peers.size(), epoch);
+        if (q != me) done_at_peers.push_back({ctx.peer_ptr(done + me, q)});
+      tile::stream_notify(side, team, done_at_peers);
+      st.pull_used = true;
     }
   }
 
@@ -248,7 +249,6 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   }
   ctx.trace("GEMM enqueued");
   copy_out();
-  if (gather && o.mode == CommMode::pull) st.last_pull_epoch = epoch;
 }
 
 void ag_gemm(Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {

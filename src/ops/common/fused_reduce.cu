@@ -14,7 +14,7 @@
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/runtime/nccl.hpp"
 #include "tilelink/tile/gemm_hooks.cuh"
-#include "tilelink/tile/rank_copy.hpp"
+#include "tilelink/tile/stream_signal.cuh"
 
 namespace tilelink::ops {
 
@@ -87,16 +87,16 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   uint64_t* gemm_signals = ready + world;
   uint64_t* unit_signals = gemm_signals + gemm_slots;
   if (signals != st.last_signals) {
-    // Fresh zeroed slots: drain every rank's earlier calls, then restart the running totals.
+    // Fresh zeroed slots: drain every rank's earlier calls, then start afresh.
+    ctx.refuse_in_capture("move its signal slots (a larger shape than any call before)");
     TL_CUDA_CHECK(cudaStreamSynchronize(r.stream));
     TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
     ctx.barrier();
     st.last_signals = signals;
-    st.reads_expected = 0;
   }
-  st.reads_expected += uint64_t(readers_per_call(r.algo, r.mode, world)) * uint64_t(comm_sms);
+  const uint64_t reads_expected = uint64_t(readers_per_call(r.algo, r.mode, world)) * uint64_t(comm_sms);
 
-  const uint64_t epoch = ctx.begin_op(r.op);
+  ctx.begin_op(r.op, r.stream);
   ctx.trace(overlap ? "checked, buffers ready (fused)" : "checked, buffers ready (decomposed)");
   const ll::Team team = ctx.team();
   const cudaStream_t main = r.stream;
@@ -108,11 +108,11 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   cudaStream_t reducer_stream = overlap ? st.side.get() : main;
   if (world > 1) {
     // This rank's buffers are free for this call: its previous call ended (stream order). One
-    // batched stream operation for all peers (tile::rank_signals_set).
-    std::vector<uint64_t*> ready_at_peers;
+    // kernel for all peers.
+    std::vector<tile::SlotSpan> ready_at_peers;
     for (int q = 0; q < world; ++q)
-      if (q != me) ready_at_peers.push_back(ctx.peer_ptr(ready + me, q));
-    tile::rank_signals_set(reducer_stream, ready_at_peers.data(), ready_at_peers.size(), epoch);
+      if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
+    tile::stream_notify(reducer_stream, team, ready_at_peers);
   }
 
   // One rank: nobody consumes the tile notifications, and publishing costs every CTA a wait for
@@ -124,10 +124,10 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   if (world > 1) {
     if (r.dtype == DType::bf16)
       launch_reducer<__nv_bfloat16>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
-                                    st.reads_expected, comm_sms, reducer_stream);
+                                    reads_expected, comm_sms, reducer_stream);
     else
       launch_reducer<__half>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
-                             st.reads_expected, comm_sms, reducer_stream);
+                             reads_expected, comm_sms, reducer_stream);
     ctx.trace("reduction enqueued");
     if (overlap) st.side.join(main);
   }
@@ -164,9 +164,9 @@ void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
     gemm_and_reduce(ctx, st, r, /*overlap=*/false);
     return;
   }
-  ctx.begin_op(r.op);
   ncclComm_t comm = nccl_comm(ctx);
   const cudaStream_t main = r.stream;
+  ctx.begin_op(r.op, main);
   const size_t bytes = size_t(r.m * r.n) * dtype_size(r.dtype);
   void* partial = ctx.symmetric_workspace(std::string(r.op) + ".partial", bytes);
   // cuBLAS, not the engine: the engine has no split-K yet and loses at decode-sized M (0.61x at

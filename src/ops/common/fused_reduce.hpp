@@ -38,7 +38,6 @@ struct ReduceState {
   ~ReduceState();
   SideStream side;
   UniformCheck uniform;
-  uint64_t reads_expected = 0;   // running total of reading blocks (see reduce_kernels.cuh)
   const void* last_signals = nullptr;
 };
 

@@ -1,9 +1,13 @@
 // src/ops/common/op_call.hpp — what every op call does around its body: pick its stream, order it
-// after the context's previous call, and explain a failure that follows a device fault.
+// after the context's previous call, note whether it is being captured into a CUDA graph, and
+// explain a failure that follows a device fault.
 //
 // Ops of one context share the side stream, the symmetric workspaces and the signal slots, so a
 // call must begin after the previous call of the context ended — also when the caller switched
 // streams between them (the second stream then waits for an event the first call recorded).
+// A captured call is ordered by the graph's launches instead: capture and replay happen in the
+// caller's stream order (PyTorch's graph capture makes its stream wait for the current one), and
+// an event recorded outside a capture cannot be waited on inside it, nor the other way round.
 //
 // A bounded wait that times out ends its kernel, and with it the CUDA context of the process: on
 // a GPU shared by in-process ranks, every other rank's next CUDA call or cuBLAS call then fails
@@ -44,18 +48,32 @@ class CallOrder {
   std::optional<cudaStream_t> last_;  // stream of the latest call (none yet: unset)
 };
 
+// Whether work issued to `stream` now is being captured into a CUDA graph.
+inline bool stream_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  TL_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
 // Runs body(stream) for one call of `op` on `requested` (unset: ctx.stream()).
 template <class Body>
 void run_op_call(Context& ctx, const char* op, std::optional<cudaStream_t> requested, Body&& body) {
   const cudaStream_t stream = requested.value_or(ctx.stream());
   auto& order = ctx.op_state<CallOrder>("ops.call_order");
+  const bool captured = stream_capturing(stream);
+  struct CaptureScope {
+    Context& ctx;
+    ~CaptureScope() { ctx.set_capturing(nullptr); }
+  } scope{ctx};
+  ctx.set_capturing(captured ? op : nullptr);
   try {
-    order.begin(stream);
+    if (!captured) order.begin(stream);
     body(stream);
-    order.end(stream);
+    if (!captured) order.end(stream);
   } catch (const Error&) {
     cudaError_t device = cudaPeekAtLastError();
-    if (device == cudaSuccess) device = cudaStreamQuery(stream);
+    // Querying a stream under capture would invalidate the capture.
+    if (device == cudaSuccess && !captured) device = cudaStreamQuery(stream);
     if (device != cudaSuccess && device != cudaErrorNotReady) ctx.raise(op, device);
     throw;  // the device is fine: the error is about this call's input or host state
   }

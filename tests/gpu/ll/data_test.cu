@@ -12,6 +12,7 @@
 #include "tilelink/ll.cuh"
 #include "tilelink/tile/rank_copy.hpp"
 #include "tilelink/tile/signal.cuh"
+#include "tilelink/tile/stream_signal.cuh"
 
 namespace ll = tilelink::ll;
 namespace tt = tilelink::test;
@@ -310,11 +311,13 @@ TEST_P(LlData, PutmemSignalThenWait) {
   });
 }
 
-// The copy-engine side of the tile layer (tile/rank_copy.hpp): rank_copy_data into the next
-// rank, then rank_signals_set on 600 of its slots (three cuStreamBatchMemOp batches of <= 255).
-// The next rank waits on all 600 (bounded), then reads the data: it must be complete, every slot
-// must hold exactly the epoch, and the guard slot after them must be untouched.
-TEST_P(LlData, RankCopyThenBatchedSignals) {
+// The stream-ordered side of the tile layer: rank_copy_data into the next rank, then its 600
+// slots raised in stream order — with the host's epoch (rank_signals_set: three
+// cuStreamBatchMemOp batches of <= 255), and with the device epoch of a call begun on the stream
+// (stream_notify, which op calls and CUDA graphs use). The next rank waits on all 600 (bounded,
+// stream_wait), then reads the data: it must be complete, every slot must hold exactly the epoch,
+// and the guard slot after them must be untouched.
+TEST_P(LlData, RankCopyThenStreamSignals) {
   constexpr int kSlots = 600;
   const uint64_t seed = tt::fresh_seed();
   SCOPED_TRACE(tt::seed_trace(seed));
@@ -324,36 +327,47 @@ TEST_P(LlData, RankCopyThenBatchedSignals) {
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     const Buffers b = buffers(ctx);
     char* observed = static_cast<char*>(ctx.symmetric_workspace("ll.test.data.observed", kMaxBytes + 16));
-    uint64_t* slots = ctx.signal_workspace("ll.test.data.batched", kSlots + 1);  // + a guard slot
+    // + a guard slot each. Host and device epochs count different calls: separate slots.
+    uint64_t* host_slots = ctx.signal_workspace("ll.test.data.host_epoch", kSlots + 1);
+    uint64_t* device_slots = ctx.signal_workspace("ll.test.data.device_epoch", kSlots + 1);
     uint64_t case_id = 0;
-    for (size_t bytes : {size_t(4096 + 5), kMaxBytes}) {
-      ++case_id;
-      const auto data = tt::random_bytes(bytes, tt::mix_seed(seed, prev, case_id));
-      tt::fill_random_device(b.src, bytes, tt::mix_seed(seed, me, case_id), ctx.stream());
-      tt::poison_device(b.dst, bytes, 0x5A, ctx.stream());
-      tt::poison_device(observed, bytes, 0xA5, ctx.stream());
-      ctx.synchronize("rank copy test data");
-      const uint64_t epoch = ctx.begin_op("ll_rank_copy_test");
-      ctx.barrier();  // every destination is poisoned before any rank writes it
-      std::vector<uint64_t*> at_next(kSlots);
-      for (int i = 0; i < kSlots; ++i) at_next[size_t(i)] = ctx.peer_ptr(slots + i, next);
-      tilelink::tile::rank_copy_data(ctx.stream(), ctx.peer_ptr(b.dst, next), b.src, bytes);
-      tilelink::tile::rank_signals_set(ctx.stream(), at_next.data(), at_next.size(), epoch);
-      tilelink::tile::wait_slots_kernel<<<1, 128, 0, ctx.stream()>>>(ctx.team(), slots, kSlots, -1, epoch);
-      tt::check_launch("wait_slots_kernel");
-      ASSERT_EQ(cudaMemcpyAsync(observed, b.dst, bytes, cudaMemcpyDeviceToDevice, ctx.stream()), cudaSuccess);
-      ctx.synchronize("ll_rank_copy_test");
-      std::ostringstream what;
-      what << "rank " << me << " from rank " << prev << " bytes " << bytes;
-      const auto seen = tt::download(observed, bytes, ctx.stream());
-      EXPECT_TRUE(tt::bytes_equal(data.data(), seen.data(), bytes, what.str() + ": data after the signals"));
-      const auto values = tt::download_n(slots, kSlots + 1, ctx.stream());
-      int wrong = 0;
-      for (int i = 0; i < kSlots; ++i) wrong += values[size_t(i)] != epoch;
-      EXPECT_EQ(wrong, 0) << what.str() << ": slots not holding epoch " << epoch;
-      EXPECT_EQ(values[kSlots], 0u) << what.str() << ": guard slot written";
-      ctx.barrier();  // nobody writes my slots or buffers again before I have read them
-    }
+    for (bool device_epoch : {false, true})
+      for (size_t bytes : {size_t(4096 + 5), kMaxBytes}) {
+        ++case_id;
+        uint64_t* slots = device_epoch ? device_slots : host_slots;
+        const auto data = tt::random_bytes(bytes, tt::mix_seed(seed, prev, case_id));
+        tt::fill_random_device(b.src, bytes, tt::mix_seed(seed, me, case_id), ctx.stream());
+        tt::poison_device(b.dst, bytes, 0x5A, ctx.stream());
+        tt::poison_device(observed, bytes, 0xA5, ctx.stream());
+        ctx.synchronize("rank copy test data");
+        const char* name = device_epoch ? "ll_stream_notify_test" : "ll_rank_copy_test";
+        uint64_t epoch = device_epoch ? 0 : ctx.begin_op(name);
+        if (device_epoch) ctx.begin_op(name, ctx.stream());
+        const tilelink::ll::Team team = ctx.team();
+        ctx.barrier();  // every destination is poisoned before any rank writes it
+        tilelink::tile::rank_copy_data(ctx.stream(), ctx.peer_ptr(b.dst, next), b.src, bytes);
+        if (device_epoch) {
+          tilelink::tile::stream_notify(ctx.stream(), team, {{ctx.peer_ptr(slots, next), kSlots}});
+        } else {
+          std::vector<uint64_t*> at_next(kSlots);
+          for (int i = 0; i < kSlots; ++i) at_next[size_t(i)] = ctx.peer_ptr(slots + i, next);
+          tilelink::tile::rank_signals_set(ctx.stream(), at_next.data(), at_next.size(), epoch);
+        }
+        tilelink::tile::stream_wait(ctx.stream(), team, slots, kSlots, -1);
+        ASSERT_EQ(cudaMemcpyAsync(observed, b.dst, bytes, cudaMemcpyDeviceToDevice, ctx.stream()), cudaSuccess);
+        ctx.synchronize(name);
+        if (device_epoch) epoch = tt::download_n(team.epoch_word, 1, ctx.stream())[0];
+        std::ostringstream what;
+        what << name << " rank " << me << " from rank " << prev << " bytes " << bytes;
+        const auto seen = tt::download(observed, bytes, ctx.stream());
+        EXPECT_TRUE(tt::bytes_equal(data.data(), seen.data(), bytes, what.str() + ": data after the signals"));
+        const auto values = tt::download_n(slots, kSlots + 1, ctx.stream());
+        int wrong = 0;
+        for (int i = 0; i < kSlots; ++i) wrong += values[size_t(i)] != epoch;
+        EXPECT_EQ(wrong, 0) << what.str() << ": slots not holding epoch " << epoch;
+        EXPECT_EQ(values[kSlots], 0u) << what.str() << ": guard slot written";
+        ctx.barrier();  // nobody writes my slots or buffers again before I have read them
+      }
   });
 }
 

@@ -43,7 +43,8 @@ struct AgGemmOptions {
   OpPath path = OpPath::automatic;  // automatic: ag_gemm_choose_path
   // The fused path's defaults, from the 2-GPU NVLink measurements (docs/PERF.md): SM push beat
   // NCCL all-gather + cuBLAS by 1.02-1.13x on every reference shape; the copy engine lost
-  // (0.48-0.70x). The decomposed path on ranks sharing a GPU always gathers on the copy engines.
+  // (0.48-0.70x). The decomposed path on ranks sharing a GPU always gathers on the copy engines,
+  // except in a call captured in a CUDA graph, which always gathers on SMs.
   CommMode mode = CommMode::push;
   CommEngine engine = CommEngine::sm;
   int comm_sms = 0;          // CommEngine::sm: SMs given to the gather kernel (0: automatic)

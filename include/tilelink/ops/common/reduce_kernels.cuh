@@ -20,8 +20,11 @@
 //     epoch (set by the peer's stream when the call starts there, i.e. after it finished reading
 //     the buffer in its previous call);
 //   * a rank whose buffer peers *read* waits, before its call ends, until its `reads_done`
-//     counter reached `reads_expected`: every reading block adds 1 after its last read, and the
-//     host keeps the running total (identical on every rank), so the next call may overwrite.
+//     counter reached `reads_expected` (this call's reading blocks: every one adds 1 after its
+//     last read), then takes them off again, so the next call may overwrite and finds the counter
+//     back where it was. No peer adds for the next call before this rank's next call tells it
+//     (ready, tile signals), which comes after this call in stream order. Nothing of it is kept
+//     on the host across calls, so a call captured in a CUDA graph replays correctly.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +53,7 @@ struct ReduceParams {
   uint64_t* unit_signals;        // symmetric: unit slot (ring) or unit slot*W + src
   const uint64_t* ready;         // symmetric [W]
   uint64_t* reads_done;          // symmetric [1]
-  uint64_t reads_expected;
+  uint64_t reads_expected;       // reading blocks of this call
   ReduceAlgo algo;
   CommMode mode;
   int32_t worker_warps;          // warps per worker (detail::Worker): reduce_worker_warps()
@@ -146,7 +149,7 @@ struct Worker {
 };
 
 TL_DEVICE void wait_slot(const ll::Team& t, const uint64_t* slot, int64_t tile, const char* site) {
-  ll::signal_wait_until<ll::Scope::sys>(t, slot, ll::Cmp::ge, t.epoch, ll::WaitSite{tile, site});
+  ll::signal_wait_until<ll::Scope::sys>(t, slot, ll::Cmp::ge, ll::call_epoch(t), ll::WaitSite{tile, site});
 }
 
 // Block b visited at step s by rank p (the GEMM's order: p+1, p+2, …, p).
@@ -183,9 +186,11 @@ TL_DEVICE void finish_reads(const ReduceParams<T>& p, int32_t first_peer_step, i
       const int32_t q = (p.team.rank + s) % p.team.num_ranks;
       ll::red_add<ll::Order::release, ll::Scope::sys>(ll::symm_at(p.team, p.reads_done, q), 1);
     }
-    if (blockIdx.x == 0)
+    if (blockIdx.x == 0 && p.reads_expected > 0) {
       ll::signal_wait_until<ll::Scope::sys>(p.team, p.reads_done, ll::Cmp::ge, p.reads_expected,
                                             ll::WaitSite{-1, "reads_done"});
+      ll::red_add<ll::Order::relaxed, ll::Scope::sys>(p.reads_done, uint64_t(0) - p.reads_expected);
+    }
   }
 }
 
@@ -222,7 +227,7 @@ __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const Reduc
       wk.sync();
       if (wk.leader()) {
         ll::fence_acq_rel_sys();
-        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, p.team.epoch, ll::SignalOp::max, prev);
+        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, ll::call_epoch(p.team), ll::SignalOp::max, prev);
       }
     }
   }
@@ -260,7 +265,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
       if (wk.leader()) {
         ll::fence_acq_rel_sys();
         ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(p.rb.unit_slot(u)) * w + me,
-                                      p.team.epoch, ll::SignalOp::max, b);
+                                      ll::call_epoch(p.team), ll::SignalOp::max, b);
       }
       continue;
     }
@@ -336,7 +341,7 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
           ll::fence_acq_rel_sys();
           for (int32_t q = 0; q < w; ++q)
             if (q != me)
-              ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(slot) * w + me, p.team.epoch,
+              ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(slot) * w + me, ll::call_epoch(p.team),
                                             ll::SignalOp::max, q);
         }
       }
