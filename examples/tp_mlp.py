@@ -14,8 +14,8 @@ of x; the gate/up projection is column-parallel (AllGather-GEMM), the down proje
 
 The results are checked against each other, then each block and each of its two ops is timed
 (tilelink.benchmark.time_collective: median of --iters calls after warm-up; each sample is the
-slowest rank's; launches are queued behind a short GPU spin so Python's launch latency is not
-what is measured). Rank 0 prints one table.
+slowest rank's; launches are queued behind a GPU spin longer than any candidate takes to
+enqueue, so Python's launch latency is not what is measured). Rank 0 prints one table.
 """
 
 import argparse
