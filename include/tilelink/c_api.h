@@ -69,7 +69,9 @@ int tl_peer_pointer(tl_world* world, void* local, int peer, void** out);
  * stream). Row-major operands; see tilelink/ops/<op>/<op>.hpp for the shapes.
  *   ag_gemm: c[size*m_per_rank, n] = allgather(a[m_per_rank, k]) . b[n, k]^T
  *   gemm_rs: c[m/size, n] = this rank's rows of sum over ranks of a[m, k] . b[n, k]^T
- *   gemm_ar: c[m, n] = sum over ranks of a[m, k] . b[n, k]^T */
+ *   gemm_ar: c[m, n] = sum over ranks of a[m, k] . b[n, k]^T
+ * A call may be captured in a CUDA graph once the same call (shape, path) was made outside a
+ * capture; inside a capture a first call fails (the error says so). */
 int tl_ag_gemm(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m_per_rank, int64_t n,
                int64_t k, void* a_gathered, int path, void* stream);
 int tl_gemm_rs(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
