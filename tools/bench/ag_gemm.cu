@@ -5,12 +5,16 @@
 // mode against "copy, then cuBLAS" (each rank gathers with cudaMemcpyAsync, then cuBLAS), plus the
 // copy alone and the GEMM alone, for % of ideal = max(T_gemm, T_copy) / T_op.
 // Shapes: reference AG-GEMM (global M, N, K), with each rank's B the N/8 shard of TP8;
-// --shapes small | decode (M 128, 512, 2048 on the same N, K). "decomposed": the op's own
-// gather-then-cuBLAS path; "auto": default options (the rule's choice).
+// --shapes small | decode (M 128, 512, 2048 on the same N, K) | random (--count N shapes drawn
+// as the GEMM sweep draws them, the drawn N being each rank's; --seed S, else a fresh seed, printed;
+// ends with auto's speed against the best other candidate, to check the rule on shapes nobody
+// chose). "decomposed": the op's decomposed path; "auto": default options (the rule's choice).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
+#include "bench/shape_sample.hpp"
 #include "op_bench.hpp"
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/runtime/nccl.hpp"
@@ -46,14 +50,21 @@ int run(const Args& args) {
   const int comm_sms = int(args.get_int("comm-sms", 0));      // 0: the op's default
   const int chunk_rows = int(args.get_int("chunk-rows", 0));  // 0: the op's default
   const std::string which = args.get("shapes", "reference");
-  const std::vector<Shape> shapes = which == "small" ? kSmallShapes : which == "decode" ? decode_shapes() : kReferenceShapes;
+  std::vector<Shape> shapes = which == "small" ? kSmallShapes : which == "decode" ? decode_shapes() : kReferenceShapes;
+  std::vector<double> auto_vs_best, auto_vs_base;  // random shapes, world > 1
   const std::string header = std::string("# ag_gemm: C[M, N/8] = AllGather(A)[M, K] · B[N/8, K]^T, ") + dtype_name(dt) +
                              "; median of " + std::to_string(topt.samples) + " interleaved samples";
   for_each_world(args, header, {"ranks", "M", "N/8", "K", "candidate", "ms", "TFLOP/s", "vs_base", "%ideal"},
                  [&](BenchWorld& world, Table& table) {
     const int w = world.size();
+    if (which == "random") {
+      shapes.clear();
+      const int count = int(args.get_int("count", 24));
+      for (const DrawnShape& d : random_gemm_shapes(count, random_shape_seed(args, world, count)))
+        shapes.push_back({d.m, 8 * d.n, d.k});
+    }
     for (const Shape& s : shapes) {
-      const int64_t m_per_rank = s.m / w, n = s.n / 8, k = s.k, m = m_per_rank * w;
+      const int64_t m_per_rank = std::max<int64_t>(1, s.m / w), n = s.n / 8, k = s.k, m = m_per_rank * w;
       std::vector<RankData> rd(w);
       world.run([&](Context& ctx) {
         RankData& d = rd[ctx.rank()];
@@ -125,6 +136,15 @@ int run(const Args& args) {
         table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
                    fmt(ms[i]), fmt(tf, 1), fmt(base / ms[i], 3), fmt(100.0 * ideal / ms[i], 1)});
       }
+      if (w > 1) {
+        // auto (last) against the fastest way to the same result: the sequential baseline and
+        // every path of the op (not the parts "copy", "cublas", "gemm_only").
+        double best = ms[0];
+        for (size_t i = 3; i + 1 < cands.size(); ++i)
+          if (cands[i].name != "gemm_only") best = std::min(best, ms[i]);
+        auto_vs_best.push_back(best / ms.back());
+        auto_vs_base.push_back(base / ms.back());
+      }
       world.run([&](Context& ctx) {
         ctx.synchronize("ag_gemm bench teardown");
         RankData& d = rd[ctx.rank()];
@@ -132,6 +152,7 @@ int run(const Args& args) {
         for (void* p : {d.a, d.b, d.c, d.gathered}) cudaFree(p);
       });
     }
+    if (which == "random") print_rule_check(world, auto_vs_best, auto_vs_base);
   });
   return 0;
 }

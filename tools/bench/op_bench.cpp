@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <sstream>
 
+#include "bench/shape_sample.hpp"
 #include "tilelink/runtime/error.hpp"
 
 namespace tilelink::bench {
@@ -93,6 +95,34 @@ OpBenchOptions op_bench_options(const Args& args) {
   o.timing.reps = int(args.get_int("reps", 3));
   o.timing.spin_shared = args.has("spin-shared");
   return o;
+}
+
+uint64_t random_shape_seed(const Args& args, BenchWorld& world, int count) {
+  const std::string fixed = args.get("seed", "");
+  uint64_t seed = fixed.empty() ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
+                                : std::stoull(fixed, nullptr, 0);
+  if (args.has("mpi"))
+    world.run([&](Context& ctx) {
+      std::vector<uint64_t> all(ctx.num_ranks());
+      ctx.allgather(&seed, all.data(), sizeof(seed));
+      seed = all[0];
+    });
+  if (world.is_root())
+    std::printf("# %d random shapes, seed 0x%llx (--seed 0x%llx repeats them)\n", count, (unsigned long long)seed,
+                (unsigned long long)seed);
+  return seed;
+}
+
+void print_rule_check(BenchWorld& world, std::vector<double>& auto_vs_best, std::vector<double>& auto_vs_base) {
+  if (world.is_root() && !auto_vs_best.empty()) {
+    const RatioSummary b = summarize_ratios(auto_vs_best), c = summarize_ratios(auto_vs_base);
+    std::printf("# auto vs the best candidate: geomean %.3f, min %.3f, p10 %.3f, %d of %d below 0.90\n", b.geomean,
+                b.min, b.p10, b.below_090, b.count);
+    std::printf("# auto vs the sequential baseline: geomean %.3f, min %.3f, p10 %.3f, %d of %d below 0.90\n",
+                c.geomean, c.min, c.p10, c.below_090, c.count);
+  }
+  auto_vs_best.clear();
+  auto_vs_base.clear();
 }
 
 void for_each_world(const Args& args, const std::string& header, const std::vector<std::string>& columns,

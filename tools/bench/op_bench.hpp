@@ -74,6 +74,15 @@ void for_each_world(const Args& args, const std::string& header, const std::vect
 // World sizes to run from --ranks (default: 1 and 8 on one GPU); under --mpi, the job's size.
 std::vector<int> world_sizes(const Args& args);
 
+// --shapes random: the seed of the drawn shapes — --seed S, else a fresh one; under --mpi every
+// process takes rank 0's, so that all draw the same shapes. Printed by the root with the count.
+uint64_t random_shape_seed(const Args& args, BenchWorld& world, int count);
+
+// The check of an op's automatic rule on random shapes: auto's speed against the fastest other
+// way to the same result, and against the sequential baseline (ratios > 1: auto is faster).
+// Prints their distribution (root only) and clears both.
+void print_rule_check(BenchWorld& world, std::vector<double>& auto_vs_best, std::vector<double>& auto_vs_base);
+
 // A fixed-width table printer that also appends rows to --csv.
 class Table {
  public:
