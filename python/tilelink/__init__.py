@@ -9,7 +9,8 @@
 Every op is collective over the world (SPMD: every rank calls it with matching shapes), runs on
 the current CUDA stream, and is a torch custom op (torch.ops.tilelink.*) with a fake
 implementation, so torch.compile traces it. ``path`` picks "fused" (communication beside the GEMM),
-"decomposed" (cuBLAS then NCCL) or "auto" (the library's measured rule). The ops are
+"decomposed" (cuBLAS and NCCL or the copy engines, in stream order) or "auto" (the library's
+measured rule). The ops are
 differentiable: each backward is the conjugate collective GEMM (AllGather-GEMM's is a
 GEMM-ReduceScatter and the other way round; GEMM-AllReduce's needs no communication), so every
 rank must run its backward too, in the same order.

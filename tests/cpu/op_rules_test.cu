@@ -25,10 +25,10 @@ constexpr Topology kEightSharing{8, 8, 16};  // 8 in-process ranks on one H200
 tilelink::GemmRsArgs rs(int64_t m, int64_t n, int64_t k) { return {DType::bf16, nullptr, nullptr, nullptr, m, n, k}; }
 tilelink::GemmArArgs ar(int64_t m, int64_t n, int64_t k) { return {DType::bf16, nullptr, nullptr, nullptr, m, n, k}; }
 
-TEST(OpRules, GemmRsFusedRingPushOnEveryReferenceShape) {
+TEST(OpRules, GemmRsFusedRingPushOnEveryReferenceShapeBeyondTwoGpus) {
   const int64_t shapes[][3] = {{8192, 4096, 1376}, {8192, 4096, 1792}, {8192, 3584, 1792},
                                {8192, 4608, 4608}, {8192, 8192, 3584}, {8192, 8192, 3696}};
-  for (const Topology& t : {kTwoGpus, kFourGpus, kEightSharing}) {
+  for (const Topology& t : {kFourGpus, kEightSharing}) {
     for (const auto& s : shapes) EXPECT_EQ(tilelink::gemm_rs_choose_path(t, rs(s[0], s[1], s[2])), ReducePath::fused);
     const auto sched = tilelink::gemm_rs_choose_algo(t);
     EXPECT_EQ(sched.algo, RsAlgo::ring);
@@ -38,8 +38,7 @@ TEST(OpRules, GemmRsFusedRingPushOnEveryReferenceShape) {
   // Too little work per rank to hide the reducer's fixed costs: GEMM, then the collective.
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(64, 4096, 1376)), ReducePath::decomposed);
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(2048, 1024, 512)), ReducePath::decomposed);
-  // TP2 down-projections from PyTorch: fused won at K = 7168 per rank (1.05x), lost at 14336 (0.79x).
-  EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(8192, 4096, 7168)), ReducePath::fused);
+  // TP2 down-projections from PyTorch: the split decomposed path (below), not fused.
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(16384, 8192, 14336)), ReducePath::decomposed);
   // Ranks sharing a GPU: fused at any K (no NCCL there; the reduction kernel runs either way).
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kEightSharing, rs(8192, 4096, 14336)), ReducePath::fused);
@@ -50,26 +49,64 @@ TEST(OpRules, AgGemmFusedOnlyWhereTheGemmHidesTheGather) {
     return tilelink::ag_gemm_choose_path(t, {DType::bf16, nullptr, nullptr, nullptr, m / t.world, n, k});
   };
   using tilelink::OpPath;
-  // 2 H200s (docs/PERF.md, 2026-11-29 evening): fused won every M = 8192 shape and M = 2048 for
-  // N/8 >= 3584; NCCL + cuBLAS won the smaller N at M = 2048 and M <= 512, even at 110 GFLOP.
+  // 2 H200s: the decomposed path split by rank (per-rank GEMMs beside copy-engine pulls) beat
+  // fused push/sm on every shape where the split pays (>= 4 MiB received per rank: M = 8192,
+  // 2048, and the larger M = 512 ones), TP2 LLaMA MLP widths included.
   for (const auto& s : {std::array<int64_t, 3>{8192, 1376, 4096}, {8192, 1792, 4096}, {8192, 3584, 8192},
-                        {8192, 6656, 16384}, {8192, 3696, 8192}, {2048, 3584, 8192}, {2048, 6656, 16384},
-                        {2048, 3696, 8192}})
-    EXPECT_EQ(ag(s[0], s[1], s[2], kTwoGpus), OpPath::fused) << s[0] << "x" << s[1] << "x" << s[2];
-  for (const auto& s : {std::array<int64_t, 3>{2048, 1376, 4096}, {2048, 1792, 4096}, {512, 6656, 16384},
-                        {512, 3584, 8192}, {128, 3584, 8192}})
+                        {8192, 6656, 16384}, {8192, 3696, 8192}, {2048, 1376, 4096}, {2048, 3584, 8192},
+                        {512, 3584, 8192}, {512, 6656, 16384}, {8192, 14336, 4096}, {16384, 28672, 8192}})
     EXPECT_EQ(ag(s[0], s[1], s[2], kTwoGpus), OpPath::decomposed) << s[0] << "x" << s[1] << "x" << s[2];
-  // TP2 LLaMA MLP widths from PyTorch: the gather is a few percent of the GEMM, fused lost
-  // (0.94-0.95x): decomposed. More ranks move more per flop, so wider N still pays at 8.
-  EXPECT_EQ(ag(8192, 14336, 4096, kTwoGpus), OpPath::decomposed);
-  EXPECT_EQ(ag(16384, 28672, 8192, kTwoGpus), OpPath::decomposed);
-  EXPECT_EQ(ag(8192, 8192, 4096, kTwoGpus), OpPath::fused);
-  EXPECT_EQ(ag(8192, 12288, 4096, Topology{8, 1, 132}), OpPath::fused);
-  // 4 H200s: fused won every M = 8192 reference shape, N/8 = 1376 included (1.12x).
+  // Smaller pieces, the earlier rule: fused needs a gathered M >= 2048, so NCCL + cuBLAS here
+  // (fused won M = 512, N/8 = 1376 once, 1.06x against 0.90x: a 40 us op, not a rule to bend).
+  EXPECT_EQ(ag(512, 1376, 4096, kTwoGpus), OpPath::decomposed);
+  EXPECT_EQ(ag(128, 3584, 8192, kTwoGpus), OpPath::decomposed);
+  // More ranks (unmeasured for the split path): fused where the GEMM hides the gather. 4 H200s:
+  // fused won every M = 8192 reference shape, N/8 = 1376 included (1.12x); wide N pays at 8.
   EXPECT_EQ(ag(8192, 1376, 4096, kFourGpus), OpPath::fused);
+  EXPECT_EQ(ag(8192, 12288, 4096, Topology{8, 1, 132}), OpPath::fused);
   // Ranks sharing a GPU: the whole gather, then cuBLAS; one rank: the engine.
   EXPECT_EQ(ag(8192, 3584, 8192, kEightSharing), OpPath::decomposed);
   EXPECT_EQ(ag(128, 128, 128, kOneRank), OpPath::fused);
+}
+
+TEST(OpRules, DecomposedPathsSplitTheGemmByRankWhereTheOverlapPaysItsFixedCosts) {
+  using tilelink::ops::ag_gemm_split_decomposed;
+  using tilelink::ops::gemm_rs_split_decomposed;
+  auto ag = [](int64_t m, int64_t n, int64_t k, const Topology& t) {
+    return tilelink::AgGemmArgs{DType::bf16, nullptr, nullptr, nullptr, m / t.world, n, k};
+  };
+  // 2 H200s, AG: split from 4 MiB received per rank (M = 512, N/8 = 3584, K = 8192: 1.05x against
+  // 0.95x unsplit); not at 2 MiB nor with 0.8 MiB (944 x 824 x 856 lost: 0.68x).
+  EXPECT_TRUE(ag_gemm_split_decomposed(kTwoGpus, ag(512, 3584, 8192, kTwoGpus)));
+  EXPECT_TRUE(ag_gemm_split_decomposed(kTwoGpus, ag(8192, 14336, 4096, kTwoGpus)));
+  EXPECT_FALSE(ag_gemm_split_decomposed(kTwoGpus, ag(512, 1376, 4096, kTwoGpus)));
+  EXPECT_FALSE(ag_gemm_split_decomposed(kTwoGpus, ag(944, 824, 856, kTwoGpus)));
+  // A GEMM of a few hundred MFLOP is not worth W launches, however many bytes move.
+  EXPECT_FALSE(ag_gemm_split_decomposed(kTwoGpus, ag(8192, 8, 1024, kTwoGpus)));
+  // RS: every reference shape and the TP2 down-projection; the comm-heavy 14530 x 1104 x 272
+  // (8.7 GFLOP, 1.20x); not 836 x 3416 x 9600 (2.8 MiB sent, lost 0.93x).
+  EXPECT_TRUE(gemm_rs_split_decomposed(kTwoGpus, rs(8192, 4096, 1376)));
+  EXPECT_TRUE(gemm_rs_split_decomposed(kTwoGpus, rs(8192, 4096, 7168)));
+  EXPECT_TRUE(gemm_rs_split_decomposed(kTwoGpus, rs(14530, 1104, 272)));
+  EXPECT_FALSE(gemm_rs_split_decomposed(kTwoGpus, rs(836, 3416, 9600)));
+  // Only with one GPU per rank (ranks sharing a GPU have their own decomposed paths).
+  EXPECT_FALSE(ag_gemm_split_decomposed(kEightSharing, ag(8192, 3584, 8192, kEightSharing)));
+  EXPECT_FALSE(gemm_rs_split_decomposed(kEightSharing, rs(8192, 4096, 3584)));
+  EXPECT_FALSE(ag_gemm_split_decomposed(kOneRank, ag(8192, 3584, 8192, kOneRank)));
+  EXPECT_TRUE(ag_gemm_split_decomposed(kFourGpus, ag(8192, 3584, 8192, kFourGpus)));
+}
+
+TEST(OpRules, GemmRsFusedOnlyWhereItsTrafficMatchesTheGemmOnTwoGpus) {
+  // Where the split pays on 2 GPUs: fused ring/push only for (W-1)/(W K) bytes per flop in
+  // [1/4096, 1/2048], i.e. K per rank in [1024, 2048] (K = 1376: 1.46x against split 1.38x).
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(8192, 4096, 1376)), ReducePath::fused);
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(8192, 3584, 1792)), ReducePath::fused);
+  for (const auto& s : {std::array<int64_t, 3>{8192, 4608, 4608}, {8192, 8192, 3584}, {8192, 4096, 7168},
+                        {786, 20976, 2304}, {15134, 20384, 360}, {3036, 11928, 752}})
+    EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(s[0], s[1], s[2])), ReducePath::decomposed)
+        << s[0] << "x" << s[1] << "x" << s[2];
+  // More ranks: the earlier rule (fused on every reference shape).
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kFourGpus, rs(8192, 4608, 4608)), ReducePath::fused);
 }
 
 TEST(OpRules, ReductionSmsBalanceTrafficAgainstTheGemm) {

@@ -11,8 +11,11 @@
 //     pull: tell every peer "done" reading its rows
 //   caller's stream: the GEMM over the gathered A; each tile waits for the chunks it reads.
 //   join: the caller's stream waits for the side stream.
-// Decomposed: the same side stream joined before the GEMM, which is then cuBLAS with no waits;
-// with one GPU per rank, NCCL's all-gather instead of the side stream.
+// Decomposed, one GPU per rank: cuBLAS multiplies this rank's rows while the copy engine pulls
+// the peers' rows, then one cuBLAS GEMM per peer as its rows land (stream events; PyTorch's
+// async-TP has this structure) — or, where the rows per rank are too few for that to pay,
+// NCCL's all-gather, then one cuBLAS GEMM. On a shared GPU: the side stream's gather joined
+// before one cuBLAS GEMM.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -22,6 +25,7 @@
 
 #include "ops/common/op_call.hpp"
 #include "ops/common/op_gemm.hpp"
+#include "ops/common/rules.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
@@ -46,6 +50,12 @@ struct AgGemmState {
   // the latest one's readers (its epoch is on the device, so replays of a graph are covered).
   bool pull_used = false;
   const void* last_workspace = nullptr;
+  // Decomposed per-rank GEMMs: event i is recorded when the rows of the i-th peer in ring order
+  // have been pulled (created on first use, on this rank's device).
+  std::vector<cudaEvent_t> pulled;
+  ~AgGemmState() {
+    for (cudaEvent_t e : pulled) cudaEventDestroy(e);
+  }
 };
 
 void validate_local(const Context& ctx, const AgGemmArgs& a, const AgGemmOptions& o) {
@@ -79,6 +89,70 @@ int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine,
   const int64_t rows = std::max<int64_t>(8, (m_per_rank + chunks - 1) / chunks);
   if (rows >= rows_per_unit) return int((rows + rows_per_unit - 1) / rows_per_unit * rows_per_unit);
   return int((rows + 7) / 8 * 8);
+}
+
+// Decomposed with one GPU per rank and enough rows per rank: one cuBLAS GEMM per rank's rows,
+// this rank's own first (straight from `a.a`), each peer's as soon as the copy engine has pulled
+// its rows into the gathered A. Every cross-rank signal sits before the first GEMM or after the
+// pulls: cuBLAS may hold every SM while it runs, and a signal kernel queued behind it would wait
+// for its end (copies and stream events need no SM).
+void enqueue_per_rank_gemms(Context& ctx, AgGemmState& st, const AgGemmArgs& a, char* gathered,
+                            uint64_t* signals, bool communicate, cudaStream_t main) {
+  const int world = ctx.num_ranks(), me = ctx.rank();
+  const int64_t rank_bytes = a.m_per_rank * a.k * int64_t(dtype_size(a.dtype));
+  const int64_t c_rank_bytes = a.m_per_rank * a.n * int64_t(dtype_size(a.dtype));
+  char* c = static_cast<char*>(a.c);
+  auto gemm_rows_of = [&](int q, const void* rows) {
+    ctx.cublas().run(a.dtype, rows, a.b, c + q * c_rank_bytes, a.m_per_rank, a.n, a.k, main);
+  };
+  if (!communicate) {
+    // The same GEMMs over the A an earlier call gathered (bitwise the same C).
+    for (int step = 0; step < world; ++step)
+      gemm_rows_of(tile::ring_next(me, step, world), gathered + tile::ring_next(me, step, world) * rank_bytes);
+    return;
+  }
+  uint64_t* ready = signals;
+  uint64_t* done = signals + world;
+  uint64_t* pull_epoch = signals + 2 * world;
+  const ll::Team team = ctx.team();
+  while (st.pulled.size() < size_t(world - 1)) {
+    cudaEvent_t e = nullptr;
+    TL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    st.pulled.push_back(e);
+  }
+
+  // Handshake: peers of the latest pull call are done with this rank's slot; refill it; tell
+  // every peer; wait until every peer's rows are in its slot.
+  if (st.pull_used) tile::stream_wait(main, team, done, world, me, pull_epoch);
+  tile::rank_copy_data(main, gathered + me * rank_bytes, a.a, size_t(rank_bytes));
+  std::vector<tile::SlotSpan> ready_at_peers;
+  for (int q = 0; q < world; ++q)
+    if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
+  tile::stream_notify(main, team, ready_at_peers);
+  tile::stream_wait(main, team, ready, world, me);
+
+  // Side stream: pull the peers' rows in ring order, then tell them this rank is done reading.
+  const cudaStream_t side = st.side.get();
+  st.side.fork(main);
+  for (int step = 1; step < world; ++step) {
+    char* rows = gathered + tile::ring_next(me, step, world) * rank_bytes;
+    tile::rank_copy_data(side, rows, ctx.peer_ptr(rows, tile::ring_next(me, step, world)), size_t(rank_bytes));
+    TL_CUDA_CHECK(cudaEventRecord(st.pulled[step - 1], side));
+  }
+  std::vector<tile::SlotSpan> done_at_peers{{pull_epoch}};
+  for (int q = 0; q < world; ++q)
+    if (q != me) done_at_peers.push_back({ctx.peer_ptr(done + me, q)});
+  tile::stream_notify(side, team, done_at_peers);
+  st.pull_used = true;
+
+  // Caller's stream: the GEMMs, each rank's rows into its rows of C.
+  gemm_rows_of(me, a.a);
+  for (int step = 1; step < world; ++step) {
+    const int peer = tile::ring_next(me, step, world);
+    TL_CUDA_CHECK(cudaStreamWaitEvent(main, st.pulled[step - 1], 0));
+    gemm_rows_of(peer, gathered + peer * rank_bytes);
+  }
+  st.side.join(main);
 }
 
 }  // namespace
@@ -160,6 +234,11 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     if (a.a_gathered)
       TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
   };
+  if (!overlap && world > 1 && !ctx.capturing() && ops::ag_gemm_split_decomposed(topology_of(ctx), a)) {
+    enqueue_per_rank_gemms(ctx, st, a, gathered, signals, o.communicate, main);
+    copy_out();
+    return;
+  }
   if (!overlap && (world == 1 || ctx.max_ranks_per_gpu() == 1)) {
     // Decomposed with one GPU per rank: NCCL's all-gather into the gathered A, then cuBLAS.
     // Peers of the latest pull-mode call may still be reading this rank's rows there.

@@ -19,7 +19,9 @@
 namespace tilelink::ops {
 
 ReduceState::ReduceState(Context& ctx) : side(ctx) {}
-ReduceState::~ReduceState() = default;
+ReduceState::~ReduceState() {
+  for (cudaEvent_t e : computed) cudaEventDestroy(e);
+}
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/common/rules.hpp"
 #include "ops/common/side_stream.hpp"
@@ -39,6 +40,10 @@ struct ReduceState {
   SideStream side;
   UniformCheck uniform;
   const void* last_signals = nullptr;
+  // gemm_rs's decomposed path split by rank (gemm_rs/per_rank_gemms.hpp): its signal slots, and
+  // event i, recorded when the partial for the i-th peer in ring order is computed.
+  const void* last_split_signals = nullptr;
+  std::vector<cudaEvent_t> computed;
 };
 
 // Validation shared by both ops (local, before anything collective or any launch).

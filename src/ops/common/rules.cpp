@@ -44,9 +44,39 @@ bool overlap_can_pay(int world, int64_t reuse_dim) {
 }
 }  // namespace
 
+// The decomposed paths with one GPU per rank split the GEMM by rank (one cuBLAS GEMM per rank's
+// rows, the copy engine moving rows beside them: ops/gemm_rs/per_rank_gemms.hpp, ag_gemm.cu).
+// Splitting hides the collective behind all but one of the GEMMs, and costs a handshake, W GEMM
+// launches (and for reduce-scatter a final sum): fixed costs of ~10-15 us on the H200. So it pays
+// once what the overlap could hide is worth well more than that: >= 4 MiB moved per rank (~16 us
+// over NVLink), with a GEMM of >= 4 GFLOP per rank. The GEMM may be short: where the collective
+// dominates, the copy engines moved the bytes faster than NCCL did (RS 14530 x 1104 x 272,
+// 8.7 GFLOP: 1.20x).
+// Measured on 2 H200s (docs/PERF.md, 2026-12-01), split against the collective then one GEMM:
+//  * AG: won every reference shape with >= 4 MiB moved (1.00-1.48x of NCCL + cuBLAS, where the
+//    unsplit path ran 0.94-1.05x); at 2 MiB (M = 512, N/8 = 1376/1792) it gained 3-10%; random shapes below the
+//    bar lost (0.8 MiB: 0.68x; 2.4 MiB with a 1.4 GFLOP GEMM: 0.90x).
+//  * RS: won every reference shape (1.24-1.41x) and 6 of 6 random shapes above the bar
+//    (1.05-1.31x); below it, 836 x 3416 x 9600 (2.8 MiB) lost (0.93x).
+namespace {
+constexpr double kSplitMinBytesPerRank = 4.0 * 1024 * 1024;
+constexpr double kSplitMinFlopsPerRank = 4e9;
+bool split_pays(const Topology& topo, double bytes_per_rank, double flops_per_rank) {
+  return topo.world > 1 && topo.max_ranks_per_gpu == 1 && bytes_per_rank >= kSplitMinBytesPerRank &&
+         flops_per_rank >= kSplitMinFlopsPerRank;
+}
+}  // namespace
+
+//  * one GPU per rank, 2 H200s, fused push/sm against the split decomposed path (docs/PERF.md,
+//    2026-12-01): wherever the split pays, it beat fused on every shape measured (13 reference
+//    and decode-sized shapes: split 1.00-1.48x of NCCL + cuBLAS, fused 0.94-1.24x; 3 random ones:
+//    split 1.02-1.40x, fused 0.55-0.88x). With more ranks the split path pulls one peer at a time
+//    while the fused gather reads every peer at once; not yet measured, so there the earlier
+//    rule stands.
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
   if (topo.world == 1) return OpPath::fused;
   if (topo.max_ranks_per_gpu > 1) return OpPath::decomposed;
+  if (topo.world == 2 && ops::ag_gemm_split_decomposed(topo, a)) return OpPath::decomposed;
   const int64_t m = a.m_per_rank * topo.world;
   const double flops = 2.0 * double(m) * double(a.n) * double(a.k);
   return m >= kAgFusedMinRows && flops * (topo.world - 1) >= kAgFusedMinFlopsTimesPeers &&
@@ -67,10 +97,24 @@ ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {
   //  * in both, below ~10 GFLOP per rank a GEMM is too short to hide the reducer's fixed costs;
   //  * one GPU per rank at long K per rank (TP2 down-projections from PyTorch): fused won at
   //    K = 7168 and lost at 14336 (0.79x), where the reduction is ~6% of the GEMM (overlap_can_pay).
+  //  * one GPU per rank, 2 H200s, against the split decomposed path (docs/PERF.md, 2026-12-01):
+  //    where the split pays, fused ring/push won only while the reduction's traffic takes about
+  //    as long as the GEMM — K = 1376 per rank (1.46x against 1.38x), a tie at 1792 — where it
+  //    overlaps the whole GEMM and the split only (W - 1) / W of it. With less traffic per flop
+  //    (K >= 2304, 6 shapes) the split won (1.05-1.35x against fused 0.85-1.23x); with more
+  //    (K = 272-752) its copy engines outran the reduction kernel (1.20-1.29x against 0.98-1.17x).
+  //    So: split, except for (W - 1) / (W K) bytes per flop in [1/4096, 1/2048]. More ranks:
+  //    not yet measured, the earlier rule stands.
   if (topo.world == 1) return ReducePath::fused;
   const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
   const bool pays = topo.max_ranks_per_gpu > 1 || overlap_can_pay(topo.world, a.k);
-  return (a.m / topo.world >= 64 && flops >= 1e10 && pays) ? ReducePath::fused : ReducePath::decomposed;
+  const bool fused = a.m / topo.world >= 64 && flops >= 1e10 && pays;
+  if (topo.world == 2 && ops::gemm_rs_split_decomposed(topo, a)) {
+    const double bytes_per_flop = double(topo.world - 1) / (double(topo.world) * double(a.k));
+    const bool balanced = bytes_per_flop >= 1.0 / 4096 && bytes_per_flop <= 1.0 / 2048;
+    return fused && balanced ? ReducePath::fused : ReducePath::decomposed;
+  }
+  return fused ? ReducePath::fused : ReducePath::decomposed;
 }
 
 // Ring/push in both regimes (docs/PERF.md, reduction workers of one warp):
@@ -114,6 +158,19 @@ ReducePath gemm_ar_choose_path(const Topology& topo, const GemmArArgs& a) {
 }
 
 namespace ops {
+
+// ---- the decomposed paths split by rank (split_pays above) ------------------------------------
+bool ag_gemm_split_decomposed(const Topology& topo, const AgGemmArgs& a) {
+  const double received = double(topo.world - 1) * double(a.m_per_rank) * double(a.k) * double(dtype_size(a.dtype));
+  const double flops = 2.0 * double(a.m_per_rank) * double(topo.world) * double(a.n) * double(a.k);
+  return split_pays(topo, received, flops);
+}
+
+bool gemm_rs_split_decomposed(const Topology& topo, const GemmRsArgs& a) {
+  const double rows = double(a.m / topo.world);
+  const double sent = double(topo.world - 1) * rows * double(a.n) * double(dtype_size(a.dtype));
+  return split_pays(topo, sent, 2.0 * double(a.m) * double(a.n) * double(a.k));
+}
 
 // ---- reduction SMs -------------------------------------------------------------------------------
 int default_reduce_sms(const Topology& topo, int64_t k) {

@@ -14,4 +14,13 @@ namespace tilelink::ops {
 // Reduction blocks of gemm_rs/gemm_ar when the caller passes comm_sms = 0, for K per rank `k`.
 int default_reduce_sms(const Topology& topo, int64_t k);
 
+// ag_gemm's decomposed path with one GPU per rank: true for one cuBLAS GEMM per rank's rows
+// beside copy-engine pulls, false for NCCL's all-gather followed by one cuBLAS GEMM.
+bool ag_gemm_split_decomposed(const Topology& topo, const AgGemmArgs& a);
+
+// gemm_rs's decomposed path with one GPU per rank: true for one cuBLAS GEMM per rank's rows with
+// copy-engine pushes beside them (gemm_rs/per_rank_gemms.hpp), false for one cuBLAS GEMM then
+// NCCL's reduce-scatter.
+bool gemm_rs_split_decomposed(const Topology& topo, const GemmRsArgs& a);
+
 }  // namespace tilelink::ops

@@ -3,6 +3,7 @@
 
 #include "ops/common/op_call.hpp"
 #include "ops/common/fused_reduce.hpp"
+#include "ops/gemm_rs/per_rank_gemms.hpp"
 
 namespace tilelink {
 namespace {
@@ -27,6 +28,9 @@ static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptio
                                  {"comm_sms", o.comm_sms}},
                                 {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
+  else if (!ctx.capturing() && ops::gemm_rs_split_decomposed(topology_of(ctx), a))
+    // Not in a graph: its copies between GPUs are what stalled first replays of ag_gemm graphs.
+    ops::per_rank_gemms_reduce_scatter(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
 }
 

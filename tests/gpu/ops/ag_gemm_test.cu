@@ -120,8 +120,10 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
 class AgGemm : public tt::WorldSizeTest {};
 
 TEST_P(AgGemm, EveryModeMatchesReference) {
-  // reference AG-GEMM shapes scaled to one GPU: N divided by 8 as on 8 ranks, M and K reduced.
-  const Shape shapes[] = {{256, 1376, 1024}, {512, 1792, 512}, {128, 3584, 2048}};
+  // reference AG-GEMM shapes scaled to one GPU: N divided by 8 as on 8 ranks, M and K reduced;
+  // the last moves >= 4 MiB per rank, where the decomposed path with one GPU per rank splits its
+  // GEMM by rank (ops::ag_gemm_split_decomposed).
+  const Shape shapes[] = {{256, 1376, 1024}, {512, 1792, 512}, {128, 3584, 2048}, {1024, 1024, 2048}};
   for (const Mode& mode : kModes) {
     for (const Shape& s : shapes) {
       const uint64_t seed = tt::fresh_seed();
@@ -133,7 +135,8 @@ TEST_P(AgGemm, EveryModeMatchesReference) {
 }
 
 TEST_P(AgGemm, OddShapesAndFp16) {
-  const Shape shapes[] = {{100, 264, 520}, {1, 8, 8}, {77, 1000, 264}};
+  // The last: odd rows and N, >= 4 MiB moved per rank (the decomposed path splits by rank).
+  const Shape shapes[] = {{100, 264, 520}, {1, 8, 8}, {77, 1000, 264}, {1031, 1000, 2056}};
   for (const Mode& mode : kModes) {
     for (const Shape& s : shapes) {
       for (DType dt : {DType::bf16, DType::fp16}) {

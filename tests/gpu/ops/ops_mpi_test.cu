@@ -110,7 +110,7 @@ TEST(OpsMpi, AgGemmEveryModeMatchesReference) {
   struct S {
     int64_t mpr, n, k;
   };
-  const S shapes[] = {{512, 1376, 1024}, {256, 3584, 2048}, {100, 264, 520}, {1, 8, 8}};
+  const S shapes[] = {{512, 1376, 1024}, {256, 3584, 2048}, {100, 264, 520}, {1, 8, 8}, {1031, 1000, 2056}};
   for (const auto& mode : tt::kAgModes)
     for (const S& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {

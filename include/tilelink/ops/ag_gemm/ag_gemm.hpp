@@ -7,8 +7,10 @@
 // starts on its own rows while the other ranks' rows arrive chunk by chunk, and every GEMM tile
 // waits (bounded) only for the chunks it reads.
 //
-// Decomposed (options.path, or the automatic rule): the whole gather, then cuBLAS — NCCL's
-// all-gather when every rank has its own GPU, the op's own gather on the copy engines otherwise.
+// Decomposed (options.path, or the automatic rule), with one GPU per rank: cuBLAS on this rank's
+// rows while the copy engine pulls the peers' rows, then one cuBLAS GEMM per peer as its rows land
+// (where that pays), else NCCL's all-gather then cuBLAS; ranks sharing a GPU: the op's own gather
+// on the copy engines, then cuBLAS.
 //
 //   tilelink::AgGemmArgs args{DType::bf16, a_local, b, c, m_per_rank, n, k};
 //   tilelink::ag_gemm(ctx, args);     // SPMD on every rank, on ctx.stream() or options.stream

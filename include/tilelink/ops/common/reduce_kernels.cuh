@@ -196,6 +196,22 @@ TL_DEVICE void finish_reads(const ReduceParams<T>& p, int32_t first_peer_step, i
 
 }  // namespace detail
 
+// ---- sum of slices ---------------------------------------------------------------------------
+// out[rows, n] = the sum of `nslices` (<= kMaxRanks) row-major [rows, n] slices stored one after
+// another, fp32 sums in slice order (every rank that sums the same slices gets the same bits).
+// Each block sums a contiguous band of rows. The reduce-scatter that splits its GEMM by rank runs
+// it once, after the peers' partials have landed.
+template <class T>
+__global__ void __launch_bounds__(kReduceThreads)
+    sum_slices_kernel(const T* slices, int32_t nslices, int64_t rows, int64_t n, T* out) {
+  const int64_t band = (rows + gridDim.x - 1) / gridDim.x, r0 = int64_t(blockIdx.x) * band;
+  if (r0 >= rows) return;
+  const T* srcs[ll::kMaxRanks] = {};
+  for (int32_t s = 0; s < nslices; ++s) srcs[s] = slices + (int64_t(s) * rows + r0) * n;
+  detail::sum_unit<T, ll::kMaxRanks>(srcs, nslices, n, out + r0 * n, n, int(min(band, rows - r0)), int(n),
+                                     int(threadIdx.x), int(blockDim.x));
+}
+
 // ---- ring ----------------------------------------------------------------------------------
 template <class T>
 __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const ReduceParams<T> p) {

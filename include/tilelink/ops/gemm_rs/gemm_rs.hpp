@@ -5,9 +5,10 @@
 // Every rank passes its K-slice of A and B; rank r receives its M/W rows of the sum. Fused: the
 // GEMM publishes each output tile as it is stored, and a reduction kernel on a few SMs consumes
 // the tiles in the GEMM's order (each rank starts on the rows its ring neighbour needs first),
-// sums partials in fp32 and moves them: ring or full-mesh, push or pull. Decomposed: the GEMM,
-// then a reduce-scatter (cuBLAS + NCCL when every rank has its own GPU, else the engine's GEMM
-// and tilelink's reduction kernel).
+// sums partials in fp32 and moves them: ring or full-mesh, push or pull. Decomposed, with one GPU
+// per rank: one cuBLAS GEMM per rank's block of rows, each pushed to its owner by the copy engine
+// while the next runs, then a sum of the received partials (where that pays), else cuBLAS then
+// NCCL's reduce-scatter; ranks sharing a GPU: the engine's GEMM, then tilelink's reduction kernel.
 //
 //   tilelink::GemmRsArgs args{DType::bf16, a, b, c, m, n, k};
 //   tilelink::gemm_rs(ctx, args);     // options.path = automatic | fused | decomposed
