@@ -225,7 +225,13 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     st.pull_used = false;
   }
 
-  ctx.begin_op(kOp, main);
+  // NCCL (or nothing) then one cuBLAS GEMM: no kernel of this call reads the call's epoch (the
+  // wait for pull readers compares with the device word pull_epoch), so the call need not pay a
+  // kernel to advance it — a few us, which decode-sized calls would feel against NCCL + cuBLAS.
+  const bool split = !overlap && world > 1 && !ctx.capturing() && ops::ag_gemm_split_decomposed(topology_of(ctx), a);
+  const bool collective_then_gemm = !overlap && !split && (world == 1 || ctx.max_ranks_per_gpu() == 1);
+  if (collective_then_gemm) ctx.begin_op(kOp);
+  else ctx.begin_op(kOp, main);
   ctx.trace("checked, buffers ready");
   const ll::Team team = ctx.team();
   const cudaStream_t side = st.side.get();
@@ -234,12 +240,12 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     if (a.a_gathered)
       TL_CUDA_CHECK(cudaMemcpyAsync(a.a_gathered, gathered, m_total * row_bytes, cudaMemcpyDefault, main));
   };
-  if (!overlap && world > 1 && !ctx.capturing() && ops::ag_gemm_split_decomposed(topology_of(ctx), a)) {
+  if (split) {
     enqueue_per_rank_gemms(ctx, st, a, gathered, signals, o.communicate, main);
     copy_out();
     return;
   }
-  if (!overlap && (world == 1 || ctx.max_ranks_per_gpu() == 1)) {
+  if (collective_then_gemm) {
     // Decomposed with one GPU per rank: NCCL's all-gather into the gathered A, then cuBLAS.
     // Peers of the latest pull-mode call may still be reading this rank's rows there.
     if (world > 1 && o.communicate) {

@@ -168,7 +168,8 @@ void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
   }
   ncclComm_t comm = nccl_comm(ctx);
   const cudaStream_t main = r.stream;
-  ctx.begin_op(r.op, main);
+  // cuBLAS then NCCL: nothing reads the call's epoch, so no kernel advances it (see ag_gemm).
+  ctx.begin_op(r.op);
   const size_t bytes = size_t(r.m * r.n) * dtype_size(r.dtype);
   void* partial = ctx.symmetric_workspace(std::string(r.op) + ".partial", bytes);
   // cuBLAS, not the engine: the engine has no split-K yet and loses at decode-sized M (0.61x at
