@@ -214,16 +214,8 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   uint64_t* done = signals + world;
   uint64_t* pull_epoch = signals + 2 * world;
   uint64_t* chunk_sig = signals + 2 * world + 1;
-  if (signals != st.last_workspace) {
-    // New (zeroed) slots: the earlier calls' handshakes live in the old ones. Drain every rank's
-    // earlier calls once (rare: only when the shape grows), then start the protocol afresh.
-    ctx.refuse_in_capture("move its signal slots (a larger shape than any call before)");
-    TL_CUDA_CHECK(cudaStreamSynchronize(main));
-    TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
-    ctx.barrier();
-    st.last_workspace = signals;
-    st.pull_used = false;
-  }
+  // New slots know nothing of earlier pull calls.
+  if (ops::drain_on_new_slots(ctx, st.side, main, signals, st.last_workspace)) st.pull_used = false;
 
   // NCCL (or nothing) then one cuBLAS GEMM: no kernel of this call reads the call's epoch (the
   // wait for pull readers compares with the device word pull_epoch), so the call need not pay a

@@ -88,14 +88,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   uint64_t* ready = signals + 1;
   uint64_t* gemm_signals = ready + world;
   uint64_t* unit_signals = gemm_signals + gemm_slots;
-  if (signals != st.last_signals) {
-    // Fresh zeroed slots: drain every rank's earlier calls, then start afresh.
-    ctx.refuse_in_capture("move its signal slots (a larger shape than any call before)");
-    TL_CUDA_CHECK(cudaStreamSynchronize(r.stream));
-    TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
-    ctx.barrier();
-    st.last_signals = signals;
-  }
+  drain_on_new_slots(ctx, st.side, r.stream, signals, st.last_signals);
   const uint64_t reads_expected = uint64_t(readers_per_call(r.algo, r.mode, world)) * uint64_t(comm_sms);
 
   ctx.begin_op(r.op, r.stream);

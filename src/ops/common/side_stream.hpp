@@ -43,4 +43,18 @@ class SideStream {
   cudaEvent_t forked_ = nullptr, joined_ = nullptr;
 };
 
+// An op's signal slots are new (its first call, or a larger shape moved its workspace): they start
+// at zero while the earlier calls' handshakes live in the old ones. Drains every rank's earlier
+// calls (both streams, then a barrier) and records the slots; true when it drained. Collective.
+inline bool drain_on_new_slots(Context& ctx, SideStream& side, cudaStream_t main, const void* slots,
+                               const void*& last) {
+  if (slots == last) return false;
+  ctx.refuse_in_capture("move its signal slots (a larger shape than any call before)");
+  TL_CUDA_CHECK(cudaStreamSynchronize(main));
+  TL_CUDA_CHECK(cudaStreamSynchronize(side.get()));
+  ctx.barrier();
+  last = slots;
+  return true;
+}
+
 }  // namespace tilelink::ops

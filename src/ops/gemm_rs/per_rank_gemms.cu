@@ -30,13 +30,7 @@ void per_rank_gemms_reduce_scatter(Context& ctx, ReduceState& st, const ReduceRe
   uint64_t* signals = ctx.signal_workspace(op + ".split.signals", 2 * world);
   uint64_t* ready = signals;
   uint64_t* arrived = signals + world;
-  if (signals != st.last_split_signals) {
-    ctx.refuse_in_capture("set up its signal slots");
-    TL_CUDA_CHECK(cudaStreamSynchronize(r.stream));
-    TL_CUDA_CHECK(cudaStreamSynchronize(st.side.get()));
-    ctx.barrier();
-    st.last_split_signals = signals;
-  }
+  drain_on_new_slots(ctx, st.side, r.stream, signals, st.last_split_signals);
   while (st.computed.size() < size_t(world - 1)) {
     cudaEvent_t e = nullptr;
     TL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
