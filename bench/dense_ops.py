@@ -3,16 +3,19 @@
 
     PYTHONPATH=python TILELINK_LIBRARY=build/lib/libtilelink_c.so \\
       torchrun --standalone --nproc-per-node 2 bench/dense_ops.py [--iters 20] [--csv FILE] [--tp 8]
+      [--m 8192]
 
 For every reference shape (global M, N, K of TP8 Llama/Qwen layers; each rank takes its 1/tp shard
 of N for AG-GEMM and of K for GEMM-RS, so the per-rank problem matches the published TP8 numbers
-whatever the world size), times, with samples interleaved (tilelink.benchmark):
+whatever the world size; --m 128,2048,16384 runs every reference N, K at each M), times, with
+samples interleaved (tilelink.benchmark):
   gemm      PyTorch's GEMM alone (F.linear: cuBLASLt with its heuristic)
   comm      the NCCL collective alone
   seq       PyTorch sequential: the collective, then F.linear
   async_tp  PyTorch async-TP (torch.ops.symm_mem fused ops), where available
   auto / fused / decomposed   tilelink's op on each path
-and prints ms, tilelink auto's ratio to seq and to async-TP, and % of ideal = max(gemm, comm) / t.
+and prints ms, tilelink auto's ratio to seq and to async-TP, and % of ideal = max(gemm, comm) / t,
+then the geomean of auto's ratios per op.
 Every output is checked against PyTorch sequential first.
 """
 import argparse
@@ -46,6 +49,7 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--tp", type=int, default=8, help="the TP degree whose per-rank shards are measured")
     p.add_argument("--csv", default="")
+    p.add_argument("--m", default="8192", help="comma-separated M (tokens, all ranks together) for every shape")
     args = p.parse_args()
     local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
@@ -70,7 +74,10 @@ def main():
         t = time_collective_interleaved(cands, args.iters)
         rows.append((op, *shape, t))
 
-    for m, n, k in AG_SHAPES:
+    ms = [int(v) for v in args.m.split(",")]
+    if any(m % world for m in ms):
+        raise SystemExit(f"every --m must be divisible by the {world} ranks")
+    for m, n, k in ((m, n, k) for m in ms for _, n, k in AG_SHAPES):
         n_r = n // args.tp
         a = torch.randn(m // world, k, device="cuda", dtype=dt)
         b = torch.randn(n_r, k, device="cuda", dtype=dt) / k**0.5
@@ -88,7 +95,7 @@ def main():
             cands[path] = lambda path=path: tilelink.ag_gemm(a, b, path=path)
         measure("ag_gemm", (m, n_r, k), cands, seq().clone())
 
-    for m, n, k in RS_SHAPES:
+    for m, n, k in ((m, n, k) for m in ms for _, n, k in RS_SHAPES):
         k_r = k // args.tp
         a = torch.randn(m, k_r, device="cuda", dtype=dt)
         b = torch.randn(n, k_r, device="cuda", dtype=dt) / k_r**0.5
@@ -121,6 +128,13 @@ def main():
                      atp / t["auto"], 100 * ideal / t["auto"], 100 * ideal / atp]
             lines.append(",".join([op, str(m), str(n), str(k)] + [f"{c:.4f}" for c in cells]))
         print("\n".join(lines))
+        for op in ("ag_gemm", "gemm_rs"):
+            ts = [t for o, *_, t in rows if o == op]
+            geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+            seq_r = [t["seq"] / t["auto"] for t in ts]
+            atp_r = [t["async_tp"] / t["auto"] for t in ts if "async_tp" in t]
+            print(f"# {op} auto: geomean {geo(seq_r):.3f}x of seq (min {min(seq_r):.3f}), "
+                  f"{geo(atp_r):.3f}x of async-TP (min {min(atp_r, default=math.nan):.3f})")
         if args.csv:
             with open(args.csv, "w") as f:
                 f.write(",".join(head) + "\n" + "\n".join(lines) + "\n")
