@@ -50,13 +50,14 @@ def main():
     p.add_argument("--tp", type=int, default=8, help="the TP degree whose per-rank shards are measured")
     p.add_argument("--csv", default="")
     p.add_argument("--m", default="8192", help="comma-separated M (tokens, all ranks together) for every shape")
+    p.add_argument("--heap-gib", type=int, default=8, help="symmetric heap per rank (large M needs more than the default)")
     args = p.parse_args()
     local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     rank, world = dist.get_rank(), dist.get_world_size()
     group = dist.group.WORLD
-    tl = tilelink.init(group)
+    tl = tilelink.init(group, heap_bytes=args.heap_gib << 30)
     try:
         from torch.distributed import _symmetric_memory  # noqa: F401  (defines torch.ops.symm_mem)
 
