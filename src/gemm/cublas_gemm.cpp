@@ -14,9 +14,11 @@ void check_lt(cublasStatus_t s, const char* call, int64_t m, int64_t n, int64_t 
              ") for the GEMM m=", m, " n=", n, " k=", k);
 }
 
+// Up to 256 bytes, as PyTorch and TransformerEngine tell cuBLASLt: some of its Hopper kernels
+// need more than 16, and a heuristic told less never offers them.
 int64_t alignment(const void* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
-  int64_t a = 16;
+  int64_t a = 256;
   while (a > 1 && v % uint64_t(a) != 0) a /= 2;
   return a;
 }

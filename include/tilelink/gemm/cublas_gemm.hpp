@@ -35,7 +35,7 @@ class CublasGemm {
 
  private:
   struct Plan;
-  // dtype, m, n, k and the alignment (bytes, up to 16) of a, b and d.
+  // dtype, m, n, k and the alignment (bytes, up to 256) of a, b and d.
   using Key = std::array<int64_t, 7>;
   const Plan& plan(const Key& key);
 

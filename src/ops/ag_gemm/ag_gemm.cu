@@ -92,7 +92,7 @@ int default_chunk_rows(int64_t m_per_rank, int rows_per_unit, CommEngine engine,
 }
 
 // Decomposed with one GPU per rank and enough rows per rank: one cuBLAS GEMM per rank's rows,
-// this rank's own first (straight from `a.a`), each peer's as soon as the copy engine has pulled
+// this rank's own first, each peer's as soon as the copy engine has pulled
 // its rows into the gathered A. Every cross-rank signal sits before the first GEMM or after the
 // pulls: cuBLAS may hold every SM while it runs, and a signal kernel queued behind it would wait
 // for its end (copies and stream events need no SM).
@@ -145,8 +145,10 @@ void enqueue_per_rank_gemms(Context& ctx, AgGemmState& st, const AgGemmArgs& a, 
   tile::stream_notify(side, team, done_at_peers);
   st.pull_used = true;
 
-  // Caller's stream: the GEMMs, each rank's rows into its rows of C.
-  gemm_rows_of(me, a.a);
+  // Caller's stream: the GEMMs, each rank's rows into its rows of C. This rank's own rows are read
+  // from its slot (copied above, in stream order): the same operands, so the same cuBLASLt plan,
+  // as the GEMM of a call that does not communicate.
+  gemm_rows_of(me, gathered + me * rank_bytes);
   for (int step = 1; step < world; ++step) {
     const int peer = tile::ring_next(me, step, world);
     TL_CUDA_CHECK(cudaStreamWaitEvent(main, st.pulled[step - 1], 0));
