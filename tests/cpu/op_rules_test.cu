@@ -34,7 +34,9 @@ TEST(OpRules, GemmRsFusedRingPushOnEveryReferenceShapeBeyondTwoGpus) {
     EXPECT_EQ(sched.algo, RsAlgo::ring);
     EXPECT_EQ(sched.mode, tilelink::CommMode::push);
   }
-  EXPECT_EQ(tilelink::gemm_rs_choose_path(kOneRank, rs(64, 64, 64)), ReducePath::fused);
+  // One rank: the GEMM alone, on cuBLASLt (faster than the engine on every shape measured).
+  EXPECT_EQ(tilelink::gemm_rs_choose_path(kOneRank, rs(64, 64, 64)), ReducePath::decomposed);
+  EXPECT_EQ(tilelink::gemm_ar_choose_path(kOneRank, ar(8192, 4096, 4096)), ReducePath::decomposed);
   // Too little work per rank to hide the reducer's fixed costs: GEMM, then the collective.
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(64, 4096, 1376)), ReducePath::decomposed);
   EXPECT_EQ(tilelink::gemm_rs_choose_path(kTwoGpus, rs(2048, 1024, 512)), ReducePath::decomposed);
@@ -64,9 +66,9 @@ TEST(OpRules, AgGemmFusedOnlyWhereTheGemmHidesTheGather) {
   // fused won every M = 8192 reference shape, N/8 = 1376 included (1.12x); wide N pays at 8.
   EXPECT_EQ(ag(8192, 1376, 4096, kFourGpus), OpPath::fused);
   EXPECT_EQ(ag(8192, 12288, 4096, Topology{8, 1, 132}), OpPath::fused);
-  // Ranks sharing a GPU: the whole gather, then cuBLAS; one rank: the engine.
+  // Ranks sharing a GPU: the whole gather, then cuBLAS; one rank: cuBLASLt alone.
   EXPECT_EQ(ag(8192, 3584, 8192, kEightSharing), OpPath::decomposed);
-  EXPECT_EQ(ag(128, 128, 128, kOneRank), OpPath::fused);
+  EXPECT_EQ(ag(8192, 3584, 8192, kOneRank), OpPath::decomposed);
 }
 
 TEST(OpRules, DecomposedPathsSplitTheGemmByRankWhereTheOverlapPaysItsFixedCosts) {

@@ -154,7 +154,13 @@ void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
 
 void decomposed_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {
   const int world = ctx.num_ranks();
-  if (world == 1 || ctx.max_ranks_per_gpu() > 1) {
+  if (world == 1) {
+    // Nothing to reduce: the GEMM, on cuBLAS.
+    ctx.begin_op(r.op);
+    ctx.cublas().run(r.dtype, r.a, r.b, r.out, r.m, r.n, r.k, r.stream);
+    return;
+  }
+  if (ctx.max_ranks_per_gpu() > 1) {
     // NCCL cannot run two ranks on one GPU: reduce with tilelink's kernel, after the GEMM.
     gemm_and_reduce(ctx, st, r, /*overlap=*/false);
     return;

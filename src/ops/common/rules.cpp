@@ -26,6 +26,9 @@ namespace tilelink {
 //    per-rank N = 14336 and 28672 lost fused (0.94-0.95x of F.linear + NCCL) while the decomposed
 //    path matched it. There the gather is a few percent of the GEMM's time, so overlap can hide
 //    little and any shortfall of the fused GEMM against cuBLAS shows: see overlap_can_pay.
+// One rank has nothing to communicate: every op is its GEMM, and cuBLASLt (the decomposed paths)
+// beat the engine on 7 of 7 reference and MLP shapes (1.02-1.39x, bench/gemm_vs_torch.py) and
+// on 96 of 100 random ones (1.50x in geomean; docs/PERF.md, 2026-12-01).
 namespace {
 constexpr int64_t kAgFusedMinRows = 2048;
 constexpr double kAgFusedMinFlopsTimesPeers = 5e10;
@@ -74,7 +77,7 @@ bool split_pays(const Topology& topo, double bytes_per_rank, double flops_per_ra
 //    while the fused gather reads every peer at once; not yet measured, so there the earlier
 //    rule stands.
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
-  if (topo.world == 1) return OpPath::fused;
+  if (topo.world == 1) return OpPath::decomposed;
   if (topo.max_ranks_per_gpu > 1) return OpPath::decomposed;
   if (topo.world == 2 && ops::ag_gemm_split_decomposed(topo, a)) return OpPath::decomposed;
   const int64_t m = a.m_per_rank * topo.world;
@@ -105,7 +108,7 @@ ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {
   //    (K = 272-752) its copy engines outran the reduction kernel (1.20-1.29x against 0.98-1.17x).
   //    So: split, except for (W - 1) / (W K) bytes per flop in [1/4096, 1/2048]. More ranks:
   //    not yet measured, the earlier rule stands.
-  if (topo.world == 1) return ReducePath::fused;
+  if (topo.world == 1) return ReducePath::decomposed;
   const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
   const bool pays = topo.max_ranks_per_gpu > 1 || overlap_can_pay(topo.world, a.k);
   const bool fused = a.m / topo.world >= 64 && flops >= 1e10 && pays;
@@ -151,7 +154,7 @@ ArAlgo gemm_ar_choose_algo(const Topology& topo, const GemmArArgs& a) {
 }
 
 ReducePath gemm_ar_choose_path(const Topology& topo, const GemmArArgs& a) {
-  if (topo.world == 1) return ReducePath::fused;
+  if (topo.world == 1) return ReducePath::decomposed;
   if (topo.max_ranks_per_gpu == 1)
     return one_gpu_per_rank_one_shot(topo, a) ? ReducePath::fused : ReducePath::decomposed;
   return a.m >= 16 * int64_t(topo.world) ? ReducePath::fused : ReducePath::decomposed;
