@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TILELINK_C_API_VERSION 1
+#define TILELINK_C_API_VERSION 2
 
 enum { TL_OK = 0, TL_ERROR = 1 };
 enum { TL_BF16 = 0, TL_FP16 = 1 };                                  /* element types */
@@ -58,6 +58,11 @@ int tl_world_create(int rank, int size, int device, tl_allgather_fn allgather, t
 /* Collective. Waits for the world's work, unmaps the peers and frees the heap. */
 int tl_world_destroy(tl_world* world);
 int tl_world_query(tl_world* world, tl_world_info* info);
+/* Waits for `stream` (the stream this rank's op calls ran on; NULL: the legacy default stream),
+ * then fails with the error of any call a timed-out device wait aborted since the last check (on
+ * this rank, or on another rank in the same call). Each fault is reported once; the world stays
+ * usable. An op call also fails for a fault its own rank's waits saw. */
+int tl_world_check(tl_world* world, void* stream);
 
 /* Collective: `bytes` of symmetric memory (same offset on every rank), 1 KiB aligned, zeroed
  * by nobody, valid until the world is destroyed. */
@@ -78,7 +83,6 @@ int tl_gemm_rs(tl_world* world, int dtype, const void* a, const void* b, void* c
                int path, void* stream);
 int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
                int path, void* stream);
-
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 1
+API_VERSION = 2
 
 BF16, FP16 = 0, 1
 PATHS = {"auto": 0, "fused": 1, "decomposed": 2}
@@ -54,13 +54,14 @@ def _declare(lib: ctypes.CDLL) -> None:
                                     ctypes.POINTER(p)]
     lib.tl_world_destroy.argtypes = [p]
     lib.tl_world_query.argtypes = [p, ctypes.POINTER(WorldInfo)]
+    lib.tl_world_check.argtypes = [p, p]
     lib.tl_symmetric_alloc.argtypes = [p, sz, ctypes.POINTER(p)]
     lib.tl_peer_pointer.argtypes = [p, p, i, ctypes.POINTER(p)]
     lib.tl_ag_gemm.argtypes = [p, i, p, p, p, i64, i64, i64, p, i, p]
     lib.tl_gemm_rs.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
     lib.tl_gemm_ar.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
-    for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_symmetric_alloc", "tl_peer_pointer",
-                 "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar"):
+    for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
+                 "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar"):
         getattr(lib, name).restype = i
 
 

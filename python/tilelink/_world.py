@@ -45,6 +45,14 @@ class World:
         """Bytes of symmetric heap still free on this rank."""
         return self._info().heap_free
 
+    def check(self) -> None:
+        """Waits for the current CUDA stream, then raises RuntimeError if a device-side wait of an
+        op call timed out since the last check — on this rank, or on another rank in the same
+        call (every wait of that call then gave up, so its outputs are not valid). Each fault is
+        raised once, on every rank; later calls run normally. The next op call raises a fault
+        this rank's own waits saw even without a check."""
+        self._call("tl_world_check", ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+
     def _call(self, name: str, *args) -> None:
         if self._handle is None:
             raise RuntimeError("tilelink: this world was closed")

@@ -133,6 +133,15 @@ int tl_world_query(tl_world* world, tl_world_info* info) {
   });
 }
 
+int tl_world_check(tl_world* world, void* stream) {
+  return guarded([&] {
+    tilelink::Context& ctx = context_of(world);
+    const cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+    if (err != cudaSuccess) ctx.raise(ctx.current_op(), err);
+    ctx.check_faults(ctx.current_op());
+  });
+}
+
 int tl_symmetric_alloc(tl_world* world, size_t bytes, void** out) {
   return guarded([&] {
     TL_REQUIRE(out != nullptr, "tl_symmetric_alloc: out is NULL");

@@ -3,6 +3,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +90,9 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     // Same call on every rank, so the barrier slots sit at the same offset everywhere.
     barrier_slots_ =
         signal_pool_ + layout_.allocate_signals(ll::kBarrierSlots, "barrier slots (barrier_all)");
-    epoch_word_ = signal_pool_ + layout_.allocate_signals(1, "device epoch");
+    // The device epoch and the world's abort side by side: one read gets both (check_faults).
+    epoch_word_ = signal_pool_ + layout_.allocate_signals(1 + ll::kAbortSlots, "device epoch and abort");
+    abort_slots_ = epoch_word_ + 1;
 
     void* report = nullptr;
     check_cuda(cudaHostAlloc(&report, sizeof(ll::WaitReport),
@@ -286,6 +289,7 @@ void Context::refuse_in_capture(const char* what) const {
 }
 
 uint64_t Context::begin_op(const char* op) {
+  check_own_report();
   const uint64_t epoch = ops_.begin(op);
   device_epoch_ = false;
   std::lock_guard<std::mutex> lock(progress_mutex_);
@@ -326,6 +330,7 @@ ll::Team Context::team() const {
   t.wait_timeout_ns = wait_timeout_ns_;
   t.report = report_device_;
   t.barrier_slots = barrier_slots_;
+  t.abort_slots = abort_slots_;
   t.epoch_word = device_epoch_ ? epoch_word_ : nullptr;
   return t;
 }
@@ -333,6 +338,55 @@ ll::Team Context::team() const {
 void Context::synchronize(const char* op) {
   const cudaError_t err = cudaStreamSynchronize(stream_);
   if (err != cudaSuccess) raise(op, err);
+  check_faults(op);
+}
+
+void Context::set_wait_timeout_ms(uint64_t ms) {
+  TL_REQUIRE(ms >= 1 && ms <= UINT64_MAX / 1000000ull, "tilelink rank ", rank_,
+             ": the wait timeout must be at least 1 ms, got ", ms);
+  wait_timeout_ns_ = ms * 1000000ull;
+}
+
+void Context::check_faults(const char* op) {
+  const ll::WaitReport mine = snapshot(report_);
+  const bool here = !report_raised_ && (mine.failed != 0 || mine.aborted != 0);
+  uint64_t slots[1 + ll::kAbortSlots] = {};
+  check_cuda(cudaMemcpyAsync(slots, epoch_word_, sizeof(slots), cudaMemcpyDeviceToHost, stream_),
+             "cudaMemcpyAsync", "reading the abort slots");
+  check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "after reading the abort slots");
+  const uint64_t abort_epoch = slots[1];
+  // An abort raised by a rank that is ahead names a call this rank has not made yet: its own
+  // waits will give up when it makes it, and a later check raises it then.
+  const uint64_t reached = std::max(slots[0], ops_.epoch());
+  const bool elsewhere = abort_epoch != 0 && abort_epoch != abort_seen_ && abort_epoch <= reached;
+  if (!here && !elsewhere) return;
+  abort_seen_ = abort_epoch;
+  raise_aborted(op, abort_epoch != 0 ? int(slots[2]) - 1 : -1);
+}
+
+void Context::check_own_report() {
+  if (capturing()) return;  // no device read or sync inside a capture; the check after it raises
+  if (report_raised_) {
+    std::memset(static_cast<void*>(report_), 0, sizeof(ll::WaitReport));
+    report_raised_ = false;
+    return;
+  }
+  const ll::WaitReport mine = snapshot(report_);
+  if (mine.failed != 0 || mine.aborted != 0) check_faults(ops_.op().c_str());
+}
+
+void Context::raise_aborted(const char* op, int raiser) {
+  report_raised_ = true;
+  OpFailure f;
+  f.op = (op != nullptr && *op != '\0') ? op : ops_.op();
+  f.epoch = ops_.epoch();
+  f.rank = rank_;
+  f.device = device_;
+  f.error_name = "call aborted";
+  f.error_text = aborted_call_text(raiser);
+  std::vector<ll::WaitReport> reports;
+  for (const ll::WaitReport* r : visible_reports_) reports.push_back(snapshot(r));
+  throw Error(failure_message(f, reports, progress_of_visible_peers()));
 }
 
 void Context::raise(const char* op, cudaError_t err) {
@@ -345,12 +399,16 @@ void Context::raise(const char* op, cudaError_t err) {
   f.error_text = cudaGetErrorString(err);
   std::vector<ll::WaitReport> reports;
   for (const ll::WaitReport* r : visible_reports_) reports.push_back(snapshot(r));
+  throw Error(failure_message(f, reports, progress_of_visible_peers()));
+}
+
+std::vector<RankProgress> Context::progress_of_visible_peers() const {
   std::vector<RankProgress> progress;
   for (const Context* c : visible_peers_) {
     std::lock_guard<std::mutex> lock(c->progress_mutex_);
     progress.push_back({c->rank_, c->progress_epoch_, c->progress_op_, c->progress_stage_});
   }
-  throw Error(failure_message(f, reports, progress));
+  return progress;
 }
 
 }  // namespace tilelink

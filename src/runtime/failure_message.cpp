@@ -26,6 +26,15 @@ std::string describe_wait(const ll::WaitReport& r) {
   return os.str();
 }
 
+std::string aborted_call_text(int raiser) {
+  std::ostringstream os;
+  os << "a bounded wait timed out";
+  if (raiser >= 0) os << " on rank " << raiser;
+  os << ", so every wait of this call gave up, on every rank: its outputs are not valid. The world "
+        "stays usable: later calls run normally";
+  return os.str();
+}
+
 std::string failure_message(const OpFailure& f, const std::vector<ll::WaitReport>& reports,
                             const std::vector<RankProgress>& progress) {
   std::ostringstream os;

@@ -30,6 +30,9 @@ struct RankProgress {
   std::string op, stage;
 };
 
+// The error text of a call that a timed-out wait aborted (raised by rank `raiser`; -1: unknown).
+std::string aborted_call_text(int raiser);
+
 // The whole message: what failed where, then every wait report with failed != 0 (in rank order),
 // or a hint when no wait timed out, then each rank's host progress when there is more than one.
 std::string failure_message(const OpFailure& failure, const std::vector<ll::WaitReport>& reports,

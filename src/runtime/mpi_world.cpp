@@ -1,9 +1,12 @@
 // One rank per process under mpirun: bootstrap over MPI, peers' heaps through CUDA IPC.
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
+#include <thread>
 
 #include "check.hpp"
+#include "options.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace tilelink {
@@ -25,10 +28,14 @@ void check_mpi(int rc, const char* call, const Args&... args) {
   detail::fail(detail::rank_prefix(), ": ", call, "(", args..., ") failed: ", mpi_error_text(rc));
 }
 
+// Host collectives over MPI, bounded in time: each is a non-blocking MPI call polled until it
+// completes or `timeout_ms` passes. A peer that never arrives (stuck, or waiting for a device
+// that never finishes) then becomes a tilelink::Error on this rank instead of a hang. MPI cannot
+// cancel a collective in flight, so after such an error the world cannot be used any more.
 class MpiBootstrap final : public Bootstrap {
  public:
   // Takes ownership of `comm` (a duplicate of MPI_COMM_WORLD that returns errors).
-  explicit MpiBootstrap(MPI_Comm comm) : comm_(comm) {
+  MpiBootstrap(MPI_Comm comm, uint64_t timeout_ms) : comm_(comm), timeout_ms_(timeout_ms) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   }
@@ -42,15 +49,37 @@ class MpiBootstrap final : public Bootstrap {
   void allgather(const void* mine, void* all, size_t bytes) override {
     TL_REQUIRE(bytes <= size_t(INT_MAX), "tilelink rank ", rank_, ": allgather of ", bytes,
                " bytes per rank is larger than MPI's int count");
-    check_mpi(MPI_Allgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_),
-              "MPI_Allgather", bytes, " bytes per rank, MPI_BYTE");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, comm_, &request),
+              "MPI_Iallgather", bytes, " bytes per rank, MPI_BYTE");
+    complete(request, "allgather");
   }
-  // MPI has no timed barrier; a rank that dies makes mpirun end the job.
-  void barrier() override { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void barrier() override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+    complete(request, "barrier");
+  }
 
  private:
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
+  uint64_t timeout_ms_;
+
+  void complete(MPI_Request& request, const char* what) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto limit = std::chrono::milliseconds(timeout_ms_);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", what);
+      if (done) return;
+      if (std::chrono::steady_clock::now() - start > limit)
+        detail::fail("tilelink rank ", rank_, ": the host ", what, " over MPI timed out after ", timeout_ms_,
+                     " ms: a peer process did not reach it (it is stuck, failed, or makes different calls). "
+                     "The world cannot be used after this; TILELINK_BARRIER_TIMEOUT_MS sets the bound");
+      // Spin briefly (host collectives sit between op calls), then yield the core.
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
 };
 
 }  // namespace
@@ -70,7 +99,7 @@ MpiWorld::MpiWorld(int* argc, char*** argv, WorldOptions options) {
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup", "MPI_COMM_WORLD");
   check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
             "MPI_ERRORS_RETURN");
-  auto bootstrap = std::make_unique<MpiBootstrap>(comm);
+  auto bootstrap = std::make_unique<MpiBootstrap>(comm, resolve_options(options).barrier_timeout_ms);
   const int rank = bootstrap->rank(), size = bootstrap->size();
   detail::set_thread_rank(rank);
   TL_REQUIRE(size <= ll::kMaxRanks, "MpiWorld: ", size, " processes; a world has 1 to ",

@@ -18,7 +18,7 @@ struct ResolvedOptions {
   size_t heap_bytes;            // per rank
   size_t signal_slots;          // per rank
   uint64_t wait_timeout_ms;     // bound on every device-side wait
-  uint64_t barrier_timeout_ms;  // bound on every host barrier of an in-process world
+  uint64_t barrier_timeout_ms;  // bound on every host barrier and allgather (in-process, MPI)
 };
 
 // Returns the value of an environment variable, or nullptr when it is unset.

@@ -102,6 +102,22 @@ TEST(FailureMessage, ListsEachRanksHostProgress) {
   EXPECT_EQ(failure_message(launch_failure(), {}, {progress[0]}).find("host progress"), std::string::npos);
 }
 
+TEST(FailureMessage, AnAbortedCallNamesTheRankWhoseWaitTimedOut) {
+  OpFailure f = launch_failure();
+  f.error_name = "call aborted";
+  f.error_text = aborted_call_text(3);
+  // A process of a multi-process world: the timed-out wait was on a peer it cannot see.
+  const std::string msg = failure_message(f, {ll::WaitReport{}});
+  EXPECT_NE(msg.find("op 'ag_gemm' (call 42) failed on rank 1 (GPU 0): call aborted: a bounded wait timed "
+                     "out on rank 3"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("outputs are not valid"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("later calls run normally"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("its own error names the wait"), std::string::npos) << msg;
+  EXPECT_EQ(aborted_call_text(-1).find("on rank"), std::string::npos);
+}
+
 TEST(FailureMessage, SnapshotCopiesEveryByte) {
   const ll::WaitReport r = timed_out(5, "rank_wait", 11, 12, 6, 13, 14);
   const ll::WaitReport copy = snapshot(&r);

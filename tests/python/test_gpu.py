@@ -5,7 +5,8 @@
 Every op on every path against a float32 PyTorch reference built from every rank's inputs (fresh
 random data, outputs poisoned first), on a non-default stream, on worlds made from the default
 group and from subgroups; symmetric tensors; CUDA graph capture and replay; errors for mismatched
-shapes across ranks and for a first call inside a capture. Collective: every rank runs the same tests in the same order.
+shapes across ranks and for a first call inside a capture; a timed-out call that every rank
+survives. Collective: every rank runs the same tests in the same order.
 """
 
 import os
@@ -242,6 +243,37 @@ def test_subgroup_worlds(world):
     finally:
         sub.close()
         mine.close()
+
+
+def test_a_timed_out_call_raises_on_every_rank_then_the_world_works(world):
+    # Every rank but 0 makes its call 2 s late while rank 0's device waits are bounded at 300 ms:
+    # the call is aborted on every rank, each raises (no dead CUDA context), and later calls on
+    # the same world give the result of the call before the fault, bitwise.
+    import time
+
+    if dist.get_world_size() < 2:
+        pytest.skip("needs a peer to wait for")
+    rank = dist.get_rank()
+    seed = seed_everyone()
+    w = tilelink.init(heap_bytes=256 << 20, wait_timeout_ms=300 if rank == 0 else 60000)
+    try:
+        a = rand((128, 512), torch.bfloat16, seed + rank)
+        b = rand((256, 512), torch.bfloat16, seed)
+        want = tilelink.ag_gemm(a, b, world=w, path="fused")
+        w.check()
+        dist.barrier()
+        if rank != 0:
+            time.sleep(2)
+        with pytest.raises(RuntimeError, match="timed out"):
+            tilelink.ag_gemm(a, b, world=w, path="fused")
+            w.check()
+        dist.barrier()
+        for _ in range(20):
+            got = tilelink.ag_gemm(a, b, world=w, path="fused")
+            w.check()
+            assert torch.equal(got, want)
+    finally:
+        w.close()
 
 
 def test_compiled_block_runs(world):

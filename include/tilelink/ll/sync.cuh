@@ -50,7 +50,7 @@ namespace detail {
 
 // Misuse, reported through the wait report (no printf: see report_wait_timeout_at).
 TL_DEVICE void barrier_slots_missing(const Team& t, const char* site) {
-  report_wait_timeout_at(t.report, t.rank, -1, -1, Cmp::ne, 0, 0, 0, -1,
+  report_misuse_and_trap(t, Cmp::ne, 0, 0,
                          site[0] == 's' ? "sync_all: Team::barrier_slots is null"
                                         : "barrier_all: Team::barrier_slots is null");
 }

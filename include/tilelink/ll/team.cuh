@@ -34,8 +34,12 @@ inline constexpr int kBarrierSlots = kMaxRanks;
 // Comparison used by signal waits.
 enum class Cmp : int32_t { eq = 0, ne, ge, gt, lt, le };
 
-// Filled by the first wait that times out, in host-mapped pinned memory, so the host can still
-// read it after the kernel trapped and the CUDA context is gone.
+// Signal slots every rank reserves for the world's abort (see ll/signal.cuh): slot 0 holds the
+// epoch of the latest call a timed-out wait aborted, slot 1 the rank that raised it, plus one.
+inline constexpr int kAbortSlots = 2;
+
+// Filled by the first wait of a rank that times out, in host-mapped pinned memory, which the host
+// reads after the kernel returned (Context::synchronize) and clears once it raised the error.
 struct WaitReport {
   int32_t failed;     // 0 until a wait timed out; the first reporter claims it with atomicCAS
   int32_t rank;       // rank whose wait timed out
@@ -47,9 +51,9 @@ struct WaitReport {
   int32_t peer;       // rank that owns the signal word (== rank for local waits)
   uint64_t waited_ns; // how long it waited
   char site[48];      // which wait: "consumer_tile_wait", "barrier_all", ...
-  int32_t complete;   // 1 once the reporter wrote every field above (other timed-out threads
-                      // wait for it before trapping, or their trap would cut the report short)
-  int32_t reserved;
+  int32_t complete;   // 1 once the reporter wrote every field above
+  int32_t aborted;    // 1 once a wait of this rank gave up because the world's abort was raised
+                      // for its call (by a timed-out wait here or on another rank)
 };
 
 struct Team {
@@ -66,6 +70,9 @@ struct Team {
   uint64_t* barrier_slots;     // kBarrierSlots slots of this rank's signal pool, reserved by the
                                // Context for barrier_all/sync_all (same offset on every rank);
                                // nullptr makes every barrier trap with a message saying so
+  uint64_t* abort_slots;       // kAbortSlots slots of this rank's signal pool (same offset on every
+                               // rank): the world's abort, raised on every rank by a timed-out
+                               // wait; nullptr: waits neither watch nor raise it
   const uint64_t* epoch_word;  // calls begun on a stream (Context::begin_op(op, stream)): the
                                // device word holding the epoch, advanced on that stream at the
                                // start of every call, replays of a CUDA graph included; nullptr:

@@ -75,15 +75,19 @@ TL_DEVICE bool mbarrier_try_wait(uint64_t* bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
-// Waits (bounded by Team::wait_timeout_ns) for the phase with parity `parity` of `bar`.
+// Waits (bounded by Team::wait_timeout_ns) for the phase with parity `parity` of `bar`. An
+// mbarrier completes by this block's own arrivals and bulk copies, which always finish, so it
+// does not watch the call's abort; on a timeout it reports and raises it like signal_wait_until.
 TL_DEVICE void mbarrier_wait(const Team& t, uint64_t* bar, uint32_t parity,
                              WaitSite site = {-1, "mbarrier_wait"}) {
   if (mbarrier_try_wait(bar, parity)) return;
   const uint64_t start = globaltimer();
   while (!mbarrier_try_wait(bar, parity)) {
     const uint64_t waited = globaltimer() - start;
-    if (waited > t.wait_timeout_ns)
+    if (waited > t.wait_timeout_ns) {
       report_wait_timeout(t, bar, Cmp::eq, parity, parity ^ 1u, waited, site);
+      return;
+    }
   }
 }
 
@@ -127,7 +131,7 @@ struct TmaStaging {
 // Misuse (staging buffer not in shared memory, or too small), reported through the wait report
 // (expected: the minimum size, observed: the size given); no printf, see report_wait_timeout_at.
 TL_DEVICE void tma_staging_too_small(const Team& t, uint32_t smem_bytes) {
-  report_wait_timeout_at(t.report, t.rank, -1, -1, Cmp::ge, kTmaBarrierBytes + 32u, smem_bytes, 0, -1,
+  report_misuse_and_trap(t, Cmp::ge, kTmaBarrierBytes + 32u, smem_bytes,
                          "tma block copy: smem not shared or too small");
 }
 

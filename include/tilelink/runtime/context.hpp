@@ -28,13 +28,14 @@ namespace tilelink {
 namespace gemm {
 class CublasGemm;
 }
+struct RankProgress;
 
 struct WorldOptions {
   size_t heap_bytes = 0;           // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
   size_t signal_slots = 0;         // per rank; 0: $TILELINK_SIGNAL_SLOTS, else 65536 (512 KiB)
   uint64_t wait_timeout_ms = 0;    // 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000
-  uint64_t barrier_timeout_ms = 0; // host barriers (in-process); 0: $TILELINK_BARRIER_TIMEOUT_MS,
-                                   // else max(4 x wait timeout, 60 s)
+  uint64_t barrier_timeout_ms = 0; // host barriers and allgathers (in-process and MPI worlds);
+                                   // 0: $TILELINK_BARRIER_TIMEOUT_MS, else max(4 x wait timeout, 60 s)
 };
 
 // Collective plumbing among the ranks of one world: threads of one process, or MPI processes.
@@ -163,10 +164,17 @@ class Context {
       }
   }
 
-  // Waits for this rank's stream. If a kernel failed, throws an Error naming `op`, this rank, and
-  // — when a bounded wait timed out on any rank this process can see — the rank, site, tile,
-  // signal slot, expected and observed value of that wait.
+  // Waits for this rank's stream, then checks for faults (check_faults). If a kernel failed, or a
+  // bounded wait timed out on any rank and aborted a call this rank made, throws an Error naming
+  // `op`, this rank, and — for every timed-out wait this process can see — the rank, site, tile,
+  // signal slot, expected and observed value.
   void synchronize(const char* op);
+  // Throws an Error (as above) if a call of this rank was aborted since the last check: a wait of
+  // this rank timed out, or gave up because a wait on another rank timed out in the same call.
+  // Reads the world's abort from the device, so call it once this rank's work is done (after a
+  // sync of the stream the calls ran on). Each fault is raised once; later calls run normally.
+  // (The next op call also raises a fault this rank's own waits saw, without a device read.)
+  void check_faults(const char* op);
   // Translates a failed CUDA status from a launch or sync of `op` into an Error (as above).
   [[noreturn]] void raise(const char* op, cudaError_t err);
   // Lets this context's errors show `peer`'s wait report and host progress (in-process worlds:
@@ -176,6 +184,9 @@ class Context {
     visible_peers_.push_back(&peer);
   }
   ll::WaitReport* wait_report() const { return report_; }
+  // The bound on every device-side wait of this rank's later calls (WorldOptions::wait_timeout_ms).
+  void set_wait_timeout_ms(uint64_t ms);
+  uint64_t wait_timeout_ms() const { return wait_timeout_ns_ / 1000000ull; }
 
   Bootstrap& bootstrap() { return bootstrap_; }
 
@@ -207,6 +218,9 @@ class Context {
   OpSequence ops_;
   uint64_t* barrier_slots_ = nullptr;          // ll::kBarrierSlots slots reserved in the pool
   uint64_t* epoch_word_ = nullptr;             // the device epoch (one slot of the pool)
+  uint64_t* abort_slots_ = nullptr;            // ll::kAbortSlots slots right after it
+  uint64_t abort_seen_ = 0;                    // the abort epoch of the last fault raised here
+  bool report_raised_ = false;                 // report_ was raised; cleared at the next call
   bool device_epoch_ = false;                  // the current call began on a stream
   const char* capturing_op_ = nullptr;
   ll::WaitReport* report_ = nullptr;           // host-mapped pinned
@@ -224,6 +238,11 @@ class Context {
   void agree_on_request(const char* call, const std::string& what, uint64_t amount,
                         const char* unit);
   [[noreturn]] void rethrow_with_rank(const Error& e) const;
+  // Throws the Error for a call aborted by a timed-out wait (on rank `raiser`, -1: unknown).
+  [[noreturn]] void raise_aborted(const char* op, int raiser);
+  std::vector<RankProgress> progress_of_visible_peers() const;
+  // Clears this rank's report if it was raised, then raises a fault it holds (host read only).
+  void check_own_report();
   void release() noexcept;
   // Runs each kind of stream operation the ops issue once on both streams (see context.cpp).
   void warm_streams();

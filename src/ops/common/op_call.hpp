@@ -9,10 +9,11 @@
 // caller's stream order (PyTorch's graph capture makes its stream wait for the current one), and
 // an event recorded outside a capture cannot be waited on inside it, nor the other way round.
 //
-// A bounded wait that times out ends its kernel, and with it the CUDA context of the process: on
-// a GPU shared by in-process ranks, every other rank's next CUDA call or cuBLAS call then fails
-// with a message about itself ("cublasLtMatmul failed: ..."). Whichever rank's error reaches
-// the user first, it should name the wait that timed out and where each rank's host was, which
+// A bounded wait that times out aborts the call's kernels on every rank without a trap, and the
+// host raises that at the next synchronize. What remains here is a real device fault (which
+// does end the CUDA context: on a GPU shared by in-process ranks, every other rank's next CUDA or
+// cuBLAS call then fails with a message about itself). Whichever rank's error reaches the user
+// first, it should name any wait that timed out and where each rank's host was, which
 // Context::raise collects.
 #pragma once
 

@@ -14,9 +14,6 @@
 //             mismatches.
 //   MPI:      run_tests_in_mpi_world() is the main() of the multi-process tests (mpirun);
 //             shared_fresh_seed() gives every rank rank 0's seed.
-//   Children: run_self_as_child() re-executes this test binary on one gtest filter with extra
-//             environment, bounded in time, capturing its output: for tests whose failure mode
-//             is a device trap (which kills the CUDA context, so it cannot run in-process).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -85,23 +82,6 @@ std::vector<T> download_n(const T* dev, size_t n, cudaStream_t stream) {
 // Bitwise comparison; on mismatch names `what`, the count of differing bytes and the first few.
 ::testing::AssertionResult bytes_equal(const void* expected, const void* actual, size_t bytes,
                                        const std::string& what);
-
-// ---- child processes --------------------------------------------------------------------------
-struct ChildResult {
-  bool started = false;     // false: could not spawn (output says why)
-  bool timed_out = false;   // killed after the timeout
-  int exit_code = -1;       // exit status if it exited
-  int term_signal = 0;      // signal if it was killed by one
-  double seconds = 0;       // wall time until it ended
-  std::string output;       // stdout and stderr, interleaved
-};
-// Runs this executable (/proc/self/exe) with --gtest_filter=`gtest_filter` and the current
-// environment plus `env`, bounded by `timeout_s` (then SIGKILL).
-ChildResult run_self_as_child(const std::string& gtest_filter,
-                              const std::vector<std::pair<std::string, std::string>>& env,
-                              double timeout_s);
-// Whether the environment variable `name` is set to a non-empty value other than "0".
-bool env_flag(const char* name);
 
 // ---- multi-process tests --------------------------------------------------------------------------
 // The main() of a test binary run under mpirun: creates the MpiWorld, points *ctx at its context

@@ -57,9 +57,4 @@ void check_launch(const char* what) {
     detail::fail("launch of ", what, " failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
-
 }  // namespace tilelink::test

@@ -1,17 +1,18 @@
-// Forced missing notify: a wrong schedule must end in an error, not a hang.
+// A wait nobody satisfies must end in an error, not a hang — and not a dead process: the world
+// goes on working.
 //
-// The parent test re-executes this binary as a child on LlForcedMissingNotifyChild.* with
-// TILELINK_WAIT_TIMEOUT_MS=300: there rank 1 of a 2-rank world waits for a signal nobody sends
-// (rank 0 notifies a neighbouring slot instead). The bounded wait reports and traps, which kills
-// the CUDA context — hence the child process. The parent asserts the child ended non-zero within
-// seconds, that its output names rank 1, the wait site, the tile, the signal slot and the
-// expected/observed values, and that the host-side tilelink::Error names the op.
+// In a world of n ranks, the last rank waits for a signal nobody sends (rank 0 notifies a
+// neighbouring slot instead) with a 300 ms bound; every other rank waits for a signal that never
+// comes either, but with a 60 s bound, so only the world's abort can end its wait early. The test
+// asserts that every rank's synchronize raises within seconds — the waiting rank's error naming
+// the op, itself, the wait site, the tile, the signal slot and the expected/observed values; the
+// others' saying which rank's wait aborted the call — and then that 100 correct calls run on the
+// same world.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <regex>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "gpu/common/gpu_test.hpp"
 #include "tilelink/ll.cuh"
@@ -22,101 +23,118 @@ using tilelink::Context;
 
 namespace {
 
-constexpr const char* kChildFlag = "TILELINK_LL_TIMEOUT_CHILD";
 constexpr const char* kOp = "ll_forced_missing_notify";
 constexpr const char* kSite = "forced_missing_notify";
 constexpr int64_t kTile = 7;
 
-__global__ void missing_notify_kernel(ll::Team t, uint64_t* sigs) {
+// faulty: the missing notify; otherwise a ring (each rank notifies the next and waits for the
+// previous), which must work again after the fault.
+__global__ void notify_kernel(ll::Team t, uint64_t* sigs, bool faulty, uint64_t* observed) {
   if (threadIdx.x != 0) return;
-  if (t.rank == 0) {
-    // The bug under test: notify slot 1 on rank 1, while rank 1 waits on slot 2.
-    ll::signal_op(t, &sigs[1], t.epoch, ll::SignalOp::set, 1);
-  } else {
-    ll::signal_wait_until(t, &sigs[2], ll::Cmp::ge, t.epoch, {kTile, kSite});
+  const uint64_t e = ll::call_epoch(t);
+  const int victim = t.num_ranks - 1;
+  if (faulty) {
+    if (t.rank == victim) {
+      ll::signal_wait_until(t, &sigs[2], ll::Cmp::ge, e, {kTile, kSite});
+    } else {
+      // The bug under test: notify slot 1 on the victim, while it waits on slot 2.
+      if (t.rank == 0) ll::signal_op(t, &sigs[1], e, ll::SignalOp::set, victim);
+      ll::signal_wait_until(t, &sigs[3], ll::Cmp::ge, e, {kTile, "never_sent"});
+    }
+    return;
   }
+  ll::signal_op(t, &sigs[4], e, ll::SignalOp::max, (t.rank + 1) % t.num_ranks);
+  *observed = ll::signal_wait_until(t, &sigs[4], ll::Cmp::ge, e, {0, "ring"});
 }
 
-TEST(LlForcedMissingNotifyChild, Rank1WaitsForASignalNobodySends) {
-  if (!tt::env_flag(kChildFlag)) GTEST_SKIP() << "runs only as the child of LlForcedMissingNotify";
+class LlForcedMissingNotify : public ::testing::TestWithParam<int> {};
+
+TEST_P(LlForcedMissingNotify, EndsInAnErrorOnEveryRankAndTheWorldStaysUsable) {
+  const int n = GetParam();
   tilelink::WorldOptions options;
   options.heap_bytes = 64u << 20;
-  auto* world = new tilelink::InProcessWorld(2, options);  // never destroyed: the context dies
-  int64_t slot = -1;
-  uint64_t epoch = 0;
-  std::string error;
-  try {
-    world->run([&](Context& ctx) {
-      uint64_t* sigs = ctx.signal_alloc(4, "forced missing notify");
-      const uint64_t e = ctx.begin_op(kOp);
-      if (ctx.rank() == 1) {
-        slot = (sigs + 2) - ctx.team().signal_base;
-        epoch = e;
-      }
-      ctx.barrier();
-      missing_notify_kernel<<<1, 32, 0, ctx.stream()>>>(ctx.team(), sigs);
-      tt::check_launch(kOp);
+  tilelink::InProcessWorld world(n, options);
+  std::vector<std::string> errors(n);
+  std::vector<int64_t> victim_slot(n, -1);
+  std::vector<uint64_t> epochs(n, 0);
+  std::vector<ll::WaitReport> reports(n);
+  std::vector<int> bad_calls(n, 0);
+  std::vector<std::string> later_errors(n);
+  double fault_seconds = 0;
+  world.run([&](Context& ctx) {
+    const int r = ctx.rank();
+    const bool victim = r == n - 1;
+    ctx.set_wait_timeout_ms(victim ? 300 : 60000);
+    uint64_t* sigs = ctx.signal_alloc(8, "forced missing notify");
+    uint64_t* observed = nullptr;
+    TL_CUDA_CHECK(cudaMalloc(&observed, sizeof(uint64_t)));
+    victim_slot[r] = (sigs + 2) - ctx.team().signal_base;
+    ctx.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    epochs[r] = ctx.begin_op(kOp);
+    notify_kernel<<<1, 32, 0, ctx.stream()>>>(ctx.team(), sigs, true, observed);
+    tt::check_launch(kOp);
+    try {
       ctx.synchronize(kOp);
-    });
-  } catch (const tilelink::Error& e) {
-    error = e.what();
-  }
-  const volatile ll::WaitReport* r = world->context(1).wait_report();
-  char site[sizeof(r->site) + 1] = {};
-  for (size_t i = 0; i < sizeof(r->site); ++i) site[i] = r->site[i];
-  std::printf("CHILD_EXPECT slot=%lld expected=%llu\n", (long long)slot, (unsigned long long)epoch);
-  std::printf("CHILD_REPORT failed=%d rank=%d site=%s tile=%lld slot=%lld peer=%d cmp=%d expected=%llu observed=%llu\n",
-              int(r->failed), int(r->rank), site, (long long)r->tile, (long long)r->slot, int(r->peer),
-              int(r->cmp), (unsigned long long)r->expected, (unsigned long long)r->observed);
-  std::printf("CHILD_ERROR_BEGIN\n%s\nCHILD_ERROR_END\n", error.empty() ? "(no tilelink::Error was thrown)" : error.c_str());
-  std::fflush(stdout);
-  std::fflush(stderr);
-  // Exit without destructors: the CUDA context is gone after the trap.
-  std::_Exit(error.empty() ? 0 : 3);
-}
+    } catch (const tilelink::Error& e) {
+      errors[r] = e.what();
+    }
+    reports[r] = *ctx.wait_report();
+    if (victim) fault_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ctx.barrier();
+    ctx.set_wait_timeout_ms(5000);
+    // The same world, 100 correct calls.
+    try {
+      for (int i = 0; i < 100; ++i) {
+        const uint64_t e = ctx.begin_op("ll_ring");
+        tt::poison_device(observed, sizeof(uint64_t), 0xff, ctx.stream());
+        notify_kernel<<<1, 32, 0, ctx.stream()>>>(ctx.team(), sigs, false, observed);
+        tt::check_launch("ll_ring");
+        ctx.synchronize("ll_ring");
+        if (tt::download_n(observed, 1, ctx.stream())[0] != e) ++bad_calls[r];
+      }
+    } catch (const tilelink::Error& e) {
+      later_errors[r] = e.what();
+    }
+    TL_CUDA_CHECK(cudaFree(observed));
+  });
 
-std::string capture(const std::string& text, const std::string& pattern) {
-  std::smatch m;
-  const std::regex re(pattern);
-  return std::regex_search(text, m, re) && m.size() > 1 ? m[1].str() : std::string();
-}
-
-TEST(LlForcedMissingNotify, EndsInAnErrorNotAHang) {
-  if (tt::env_flag(kChildFlag)) GTEST_SKIP() << "this is the child";
-  const tt::ChildResult c = tt::run_self_as_child("LlForcedMissingNotifyChild.*",
-                                                  {{kChildFlag, "1"}, {"TILELINK_WAIT_TIMEOUT_MS", "300"}},
-                                                  /*timeout_s=*/60);
-  SCOPED_TRACE("child output:\n" + c.output);
-  ASSERT_TRUE(c.started);
-  ASSERT_FALSE(c.timed_out) << "the child hung: the missing notify was not turned into an error";
-  EXPECT_NE(c.exit_code, 0) << "the child exited 0: no error for a wait nobody satisfies";
-  EXPECT_EQ(c.term_signal, 0) << "the child died of a signal instead of reporting";
-  EXPECT_LT(c.seconds, 15.0) << "a 300 ms wait bound took " << c.seconds << " s to end the child";
-  std::printf("child ended in %.2f s with exit code %d\n", c.seconds, c.exit_code);
-
-  const std::string slot = capture(c.output, "CHILD_EXPECT slot=(-?[0-9]+)");
-  const std::string expected = capture(c.output, "CHILD_EXPECT slot=-?[0-9]+ expected=([0-9]+)");
-  ASSERT_FALSE(slot.empty());
-  ASSERT_NE(slot, "-1");
-  ASSERT_FALSE(expected.empty());
-
-  // The wait report (host-mapped, read by the child after the failure).
-  EXPECT_NE(c.output.find("CHILD_REPORT failed=1 rank=1 site=" + std::string(kSite) + " tile=7 slot=" + slot +
-                          " peer=1 cmp=2 expected=" + expected + " observed=0"),
-            std::string::npos)
-      << "the wait report does not hold rank 1, the site, tile 7, slot " << slot << ", expected " << expected
-      << ", observed 0";
-
-  // The host-side error: names the op and the failed wait with all its facts.
-  const std::string error = capture(c.output, "CHILD_ERROR_BEGIN\\n([\\s\\S]*)\\nCHILD_ERROR_END");
-  ASSERT_FALSE(error.empty());
+  const int v = n - 1;
+  EXPECT_LT(fault_seconds, 10.0) << "a 300 ms wait bound took " << fault_seconds << " s to end the call";
+  // The victim: its own wait, with every fact.
+  const ll::WaitReport& r = reports[v];
+  EXPECT_EQ(r.failed, 1);
+  EXPECT_EQ(r.rank, v);
+  EXPECT_EQ(std::string(r.site), kSite);
+  EXPECT_EQ(r.tile, kTile);
+  EXPECT_EQ(r.slot, victim_slot[v]);
+  EXPECT_EQ(r.peer, v);
+  EXPECT_EQ(r.expected, epochs[v]);
+  EXPECT_EQ(r.observed, 0u);
+  const std::string& error = errors[v];
+  SCOPED_TRACE("victim's error:\n" + error);
   EXPECT_NE(error.find(kOp), std::string::npos) << "the error does not name the op";
-  EXPECT_NE(error.find("rank 1"), std::string::npos) << "the error does not name rank 1";
+  EXPECT_NE(error.find("rank " + std::to_string(v)), std::string::npos) << "the error does not name the rank";
   EXPECT_NE(error.find(kSite), std::string::npos) << "the error does not name the wait site";
   EXPECT_NE(error.find("tile 7"), std::string::npos) << "the error does not name the tile";
-  EXPECT_NE(error.find("slot " + slot), std::string::npos) << "the error does not name the signal slot";
-  EXPECT_NE(error.find(expected), std::string::npos) << "the error does not give the expected value";
+  EXPECT_NE(error.find("slot " + std::to_string(victim_slot[v])), std::string::npos) << "no signal slot";
+  EXPECT_NE(error.find("expected >= " + std::to_string(epochs[v])), std::string::npos) << "no expected value";
   EXPECT_NE(error.find("observed 0"), std::string::npos) << "the error does not give the observed value";
+  // Every other rank: its 60 s wait gave up because of the abort, and it raised too.
+  for (int q = 0; q < v; ++q) {
+    SCOPED_TRACE("rank " + std::to_string(q) + "'s error:\n" + errors[q]);
+    EXPECT_EQ(reports[q].failed, 0) << "rank " << q << " timed out itself instead of following the abort";
+    EXPECT_EQ(reports[q].aborted, 1);
+    EXPECT_NE(errors[q].find("call aborted"), std::string::npos);
+    EXPECT_NE(errors[q].find("timed out on rank " + std::to_string(v)), std::string::npos);
+    EXPECT_NE(errors[q].find(kSite), std::string::npos) << "an in-process rank sees the victim's report";
+  }
+  for (int q = 0; q < n; ++q) {
+    EXPECT_EQ(later_errors[q], "") << "rank " << q << ": a call after the fault failed";
+    EXPECT_EQ(bad_calls[q], 0) << "rank " << q << ": calls after the fault saw the wrong signal";
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LlForcedMissingNotify, ::testing::Values(2, 3), tt::world_size_name);
 
 }  // namespace

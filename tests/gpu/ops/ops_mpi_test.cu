@@ -2,7 +2,7 @@
 // machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
 // (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
 // size, bf16 and fp16, reference shapes scaled and odd shapes, then a stress loop with one
-// rank starting late.
+// rank starting late; a straggler whose call times out, then 100 correct calls.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
@@ -225,6 +225,67 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
     }
   }
   ctx.synchronize("stress");
+  ctx.barrier();
+}
+
+// ---- a fault the world survives -------------------------------------------------------------------
+// Every rank but 0 makes its call 2 s late, while rank 0's waits are bounded at 300 ms: rank 0's
+// fused ag_gemm times out and aborts the call on every rank. Every rank must raise an error for
+// it (rank 0 naming its wait; the others naming rank 0), then 100 calls must give the C of the
+// call before the fault, bitwise.
+TEST(OpsMpi, StragglerFailsOnEveryRankThenTheWorldWorks) {
+  Context& ctx = *g_ctx;
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  if (w < 2) GTEST_SKIP() << "needs a peer to wait for";
+  const uint64_t seed = tt::shared_fresh_seed(ctx);
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const int64_t m = 256, n = 512, k = 512;
+  const size_t c_bytes = size_t(w * m) * n * 2;
+  DeviceBuffers mem;
+  void* a = mem.get(m * k * 2);
+  void* b = mem.get(n * k * 2);
+  void* c = mem.get(c_bytes);
+  tt::fill_uniform(DType::bf16, a, m * k, tt::mix_seed(seed, r, 1), 1.0f, ctx.stream());
+  tt::fill_uniform(DType::bf16, b, n * k, tt::mix_seed(seed, 0, 2), 1.0f, ctx.stream());
+  tilelink::AgGemmOptions o;
+  o.path = tilelink::OpPath::fused;
+  o.mode = tilelink::CommMode::push;
+  o.engine = tilelink::CommEngine::sm;
+  auto call = [&] {
+    tt::poison_device(c, c_bytes, 0xff, ctx.stream());
+    tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, m, n, k}, o);
+  };
+  call();
+  ctx.synchronize("ag_gemm");
+  const auto want = tt::download(c, c_bytes, ctx.stream());
+  ctx.barrier();
+  const uint64_t timeout_before = ctx.wait_timeout_ms();
+  ctx.set_wait_timeout_ms(r == 0 ? 300 : 60000);
+  if (r != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::string error;
+  try {
+    call();
+    ctx.synchronize("ag_gemm");
+  } catch (const tilelink::Error& e) {
+    error = e.what();
+  }
+  SCOPED_TRACE("rank " + std::to_string(r) + "'s error:\n" + error);
+  EXPECT_NE(error.find("op 'ag_gemm'"), std::string::npos) << "no error for the aborted call";
+  if (r == 0) {
+    EXPECT_NE(error.find("rank 0: "), std::string::npos);
+    EXPECT_NE(error.find("signal slot"), std::string::npos) << "rank 0's error does not name its wait";
+  } else {
+    EXPECT_NE(error.find("timed out on rank 0"), std::string::npos) << "the error does not name rank 0";
+  }
+  ctx.barrier();
+  ctx.set_wait_timeout_ms(timeout_before);
+  int wrong = 0;
+  for (int i = 0; i < 100; ++i) {
+    call();
+    ctx.synchronize("ag_gemm");
+    if (tt::download(c, c_bytes, ctx.stream()) != want) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0) << "calls after the fault gave a wrong C";
   ctx.barrier();
 }
 
