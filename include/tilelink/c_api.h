@@ -83,6 +83,10 @@ int tl_gemm_rs(tl_world* world, int dtype, const void* a, const void* b, void* c
                int path, void* stream);
 int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
                int path, void* stream);
+/* out[size * bytes] = every rank's in[bytes], in rank order, on every rank: the low-latency
+ * AllGather for small messages (bytes a multiple of 8, at most 8 MiB; in and out 8-byte aligned). */
+int tl_allgather_ll(tl_world* world, const void* in, void* out, int64_t bytes, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

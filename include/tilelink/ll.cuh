@@ -8,6 +8,7 @@
 #include "tilelink/ll/memory_order.cuh"  // ld/st/red/atomic/fence with order + scope
 #include "tilelink/ll/signal.cuh"        // signal_op, signal_wait_until (bounded)
 #include "tilelink/ll/data.cuh"          // putmem/getmem (+_nbi, _warp, _block), putmem_signal
+#include "tilelink/ll/flagged.cuh"       // data and flag in one store (low-latency protocol)
 #include "tilelink/ll/tma.cuh"           // TMA bulk copies, mbarriers, putmem/getmem_tma_block
 #include "tilelink/ll/sync.cuh"          // fence, quiet, barrier_all, sync_all
 #include "tilelink/ll/multimem.cuh"      // declared only: NVLS is off

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tilelink/tile/data.cuh"
+#include "tilelink/tile/flagged.cuh"
 #include "tilelink/tile/gemm_hooks.cuh"
 #include "tilelink/tile/mapping.cuh"
 #include "tilelink/tile/order.cuh"

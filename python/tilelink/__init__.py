@@ -23,7 +23,7 @@ from torch import Tensor
 from . import _ops
 from ._world import World, default_world, empty, init, zeros
 
-__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "default_world"]
+__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "default_world"]
 __version__ = "0.1.0"
 
 
@@ -57,3 +57,13 @@ def gemm_ar(a: Tensor, b: Tensor, *, world: World | None = None, path: str = "au
     """
     world = world or default_world()
     return _ops.gemm_ar_op(a, b, world.id, world.size, _ops.path_code("gemm_ar", path))
+
+
+def allgather_ll(x: Tensor, *, world: World | None = None) -> Tensor:
+    """Low-latency all-gather for small tensors (up to 8 MiB; the design point is 1 KB - 1 MB per
+    rank): returns ``[world.size, *x.shape]``, every rank's ``x`` in rank order, bitwise. One
+    kernel: each rank writes its bytes into every peer as flagged words (data and flag in one
+    store), so no separate signal or fence per message. Any dtype; x.nbytes a multiple of 8.
+    """
+    world = world or default_world()
+    return _ops.allgather_ll_op(x, world.id, world.size)

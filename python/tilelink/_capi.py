@@ -60,8 +60,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_ag_gemm.argtypes = [p, i, p, p, p, i64, i64, i64, p, i, p]
     lib.tl_gemm_rs.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
     lib.tl_gemm_ar.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
+    lib.tl_allgather_ll.argtypes = [p, p, p, i64, p]
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
-                 "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar"):
+                 "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll"):
         getattr(lib, name).restype = i
 
 

@@ -91,6 +91,39 @@ gemm_rs_op = _define("gemm_rs")
 gemm_ar_op = _define("gemm_ar")
 
 
+# ---- the low-latency AllGather --------------------------------------------------------------------
+ALLGATHER_LL_MAX_BYTES = 8 << 20
+
+
+def _allgather_ll_shape(x: Tensor, world_size: int) -> tuple[int, ...]:
+    nbytes = x.numel() * x.element_size()
+    if x.device.type not in _DEVICE_TYPES:
+        raise ValueError(f"tilelink.allgather_ll: x must be on this rank's CUDA device (got {x.device})")
+    if not x.is_contiguous():
+        raise ValueError("tilelink.allgather_ll: x must be contiguous (call .contiguous())")
+    if nbytes == 0 or nbytes % 8 or nbytes > ALLGATHER_LL_MAX_BYTES:
+        raise ValueError(f"tilelink.allgather_ll: x has {nbytes} bytes; it must be a positive multiple of 8, at most "
+                         f"{ALLGATHER_LL_MAX_BYTES} (use torch.distributed.all_gather_into_tensor for large tensors)")
+    return (world_size, *x.shape)
+
+
+@torch.library.custom_op("tilelink::allgather_ll", mutates_args=())
+def allgather_ll_op(x: Tensor, world_id: int, world_size: int) -> Tensor:
+    out = torch.empty(_allgather_ll_shape(x, world_size), dtype=x.dtype, device=x.device)
+    world = world_by_id(world_id)
+    if x.device != world.device:
+        raise ValueError(f"tilelink.allgather_ll: x is on {x.device}, but this rank of the world runs on {world.device}")
+    stream = ctypes.c_void_p(torch.cuda.current_stream(x.device).cuda_stream)
+    world._call("tl_allgather_ll", ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(out.data_ptr()),
+                x.numel() * x.element_size(), stream)
+    return out
+
+
+@allgather_ll_op.register_fake
+def _(x: Tensor, world_id: int, world_size: int) -> Tensor:
+    return x.new_empty(_allgather_ll_shape(x, world_size))
+
+
 # AllGather-GEMM that also returns the gathered A: what its backward needs for dB, and what
 # GEMM-ReduceScatter's backward uses to gather dC once for both of its gradients.
 @torch.library.custom_op("tilelink::ag_gemm_gathered", mutates_args=())

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "tilelink/ops/allgather_ll/allgather_ll.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/runtime/error.hpp"
@@ -180,6 +181,14 @@ int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c
   return guarded([&] {
     tilelink::gemm_ar(context_of(world), {dtype_of(dtype), a, b, c, m, n, k},
                       op_options<tilelink::GemmArOptions>(path, stream));
+  });
+}
+
+int tl_allgather_ll(tl_world* world, const void* in, void* out, int64_t bytes, void* stream) {
+  return guarded([&] {
+    tilelink::AllgatherLlOptions o;
+    o.stream = static_cast<cudaStream_t>(stream);
+    tilelink::allgather_ll(context_of(world), {in, out, bytes}, o);
   });
 }
 

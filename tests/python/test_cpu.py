@@ -37,6 +37,26 @@ def test_fake_shapes(world_size, dtype):
     assert ar.shape == (m, n) and ar.dtype == dtype
 
 
+@pytest.mark.parametrize("world_size", [1, 2, 5, 8])
+def test_allgather_ll_fake_shape(world_size):
+    with FakeTensorMode():
+        x = torch.empty(3, 40, dtype=torch.float32, device="cuda")
+        out = torch.ops.tilelink.allgather_ll(x, 1, world_size)
+    assert out.shape == (world_size, 3, 40) and out.dtype == torch.float32 and out.device.type == "cuda"
+
+
+@pytest.mark.parametrize("x, message", [
+    (meta(3, dtype=torch.int8), "multiple of 8"),
+    (meta(0), "multiple of 8"),
+    (meta(8 << 20), "at most"),
+    (meta(16, 16).t(), "contiguous"),
+    (torch.empty(16, dtype=BF16), "CUDA device"),
+])
+def test_allgather_ll_bad_input_raises_value_error(x, message):
+    with pytest.raises(ValueError, match=message):
+        torch.ops.tilelink.allgather_ll(x, 1, 2)
+
+
 def test_traced_graph_keeps_the_ops():
     # A tensor-parallel MLP block: the ops must appear as single nodes with the right shapes.
     def mlp(x, w_up, w_down):

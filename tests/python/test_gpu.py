@@ -245,6 +245,18 @@ def test_subgroup_worlds(world):
         mine.close()
 
 
+@pytest.mark.parametrize("shape, dtype", [((1,), torch.float64), ((512,), torch.bfloat16), ((4, 1000), torch.float16),
+                                          ((131072, 2), torch.float32)])
+def test_allgather_ll_matches_nccl_bitwise(world, shape, dtype):
+    seed = seed_everyone()
+    x = rand(shape, torch.float32, seed + dist.get_rank()).to(dtype)
+    poison_on_alloc()
+    got = tilelink.allgather_ll(x)
+    want = torch.empty((dist.get_world_size(), *shape), dtype=dtype, device="cuda")
+    dist.all_gather_into_tensor(want, x)
+    assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), "allgather_ll differs from NCCL's all-gather"
+
+
 def test_a_timed_out_call_raises_on_every_rank_then_the_world_works(world):
     # Every rank but 0 makes its call 2 s late while rank 0's device waits are bounded at 300 ms:
     # the call is aborted on every rank, each raises (no dead CUDA context), and later calls on

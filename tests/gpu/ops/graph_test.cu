@@ -2,7 +2,7 @@
 // Every rank captures the same sequence of calls — ag_gemm (SM push, SM pull, automatic; captured
 // calls always gather on SMs, and the automatic path on ranks sharing a GPU gathers on the copy
 // engines when not captured),
-// gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic) — into one graph, then
+// gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic), allgather_ll — into one graph, then
 // replays it 100 times, each time on fresh inputs (one of several random sets, copied into the
 // captured input buffers) with the outputs poisoned with NaN first. Every replay's every output
 // must equal, bitwise, the same call made without a graph on the same inputs. Calls made without
@@ -94,6 +94,19 @@ std::vector<Call> make_calls(int w) {
   reduce("gemm_rs full_mesh/push/fused", {false, RsAlgo::full_mesh, CommMode::push, ArAlgo::automatic, OpPath::fused},
          32 * w);
   ag("ag_gemm auto", CommMode::push, CommEngine::sm, OpPath::automatic);
+  {
+    Call c;
+    c.name = "allgather_ll";
+    c.a_elems = 3004;  // 6008 bytes per rank
+    c.b_elems = 8;     // unused
+    c.c_elems = c.a_elems * w;
+    c.run = [bytes = c.a_elems * 2](Context& ctx, const void* a, const void*, void* out, cudaStream_t s) {
+      AllgatherLlOptions o;
+      o.stream = s;
+      allgather_ll(ctx, {a, out, bytes}, o);
+    };
+    calls.push_back(std::move(c));
+  }
   reduce("gemm_ar auto", {true, RsAlgo::ring, CommMode::pull, ArAlgo::automatic, OpPath::automatic}, 96);
   return calls;
 }

@@ -2,7 +2,7 @@
 // machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
 // (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
 // size, bf16 and fp16, reference shapes scaled and odd shapes, then a stress loop with one
-// rank starting late; a straggler whose call times out, then 100 correct calls.
+// rank starting late; allgather_ll; a straggler whose call times out, then 100 correct calls.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
@@ -225,6 +225,34 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
     }
   }
   ctx.synchronize("stress");
+  ctx.barrier();
+}
+
+// ---- allgather_ll ---------------------------------------------------------------------------------
+TEST(OpsMpi, AllgatherLlEveryRanksBytesLandBitwise) {
+  Context& ctx = *g_ctx;
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  const uint64_t seed = tt::shared_fresh_seed(ctx);
+  SCOPED_TRACE(tt::seed_trace(seed));
+  DeviceBuffers mem;
+  const int64_t max_bytes = 1 << 20;
+  void* in = mem.get(max_bytes);
+  void* out = mem.get(max_bytes * w);
+  uint64_t call = 0;
+  for (int64_t bytes : {int64_t(8), int64_t(4096), int64_t(65528), max_bytes})
+    for (int rep = 0; rep < 3; ++rep, ++call) {
+      tt::fill_random_device(in, size_t(bytes), tt::mix_seed(seed, r, call), ctx.stream());
+      tt::poison_device(out, size_t(bytes * w), 0xa5, ctx.stream());
+      tilelink::allgather_ll(ctx, {in, out, bytes});
+      ctx.synchronize("allgather_ll");
+      std::vector<uint8_t> want;
+      for (int q = 0; q < w; ++q) {
+        const auto part = tt::random_bytes(size_t(bytes), tt::mix_seed(seed, q, call));
+        want.insert(want.end(), part.begin(), part.end());
+      }
+      const auto got = tt::download(out, size_t(bytes * w), ctx.stream());
+      EXPECT_TRUE(tt::bytes_equal(want.data(), got.data(), got.size(), "allgather_ll " + std::to_string(bytes) + " bytes"));
+    }
   ctx.barrier();
 }
 
