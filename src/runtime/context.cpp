@@ -280,6 +280,12 @@ uint64_t Context::begin_op(const char* op, cudaStream_t stream) {
   return epoch;
 }
 
+uint64_t Context::begin_op_in_kernel(const char* op) {
+  const uint64_t epoch = begin_op(op);
+  device_epoch_ = true;
+  return epoch;
+}
+
 void Context::refuse_in_capture(const char* what) const {
   if (capturing_op_ == nullptr) return;
   detail::fail("tilelink rank ", rank_, ": ", capturing_op_, " would ", what,

@@ -128,6 +128,10 @@ class Context {
   // a call may be captured in a CUDA graph: every replay advances the word again. Returns the
   // host's count of calls (what errors and traces name), which replays do not advance.
   uint64_t begin_op(const char* op, cudaStream_t stream);
+  // Starts an op call that is one kernel which advances the device epoch word itself
+  // (ll::kernel_call_team / ll::end_kernel_call_block): like begin_op(op, stream), capturable,
+  // without the extra launch.
+  uint64_t begin_op_in_kernel(const char* op);
   uint64_t epoch() const { return ops_.epoch(); }
   const char* current_op() const { return ops_.op().c_str(); }
   ll::Team team() const;

@@ -5,6 +5,7 @@
 
 #include "ops/common/op_call.hpp"
 #include "ops/common/uniform_check.hpp"
+#include "tilelink/ll/kernel_call.cuh"
 #include "tilelink/ll/signal.cuh"
 #include "tilelink/tile/flagged.cuh"
 
@@ -19,10 +20,12 @@ constexpr int kMaxBlocks = 32;
 // Receive buffers: two (by epoch parity), each one slot per source rank of `cap` granules (16
 // bytes each). The layout follows the workspace's capacity, not the call's size, so a call never
 // writes where a slow peer may still read an earlier, larger call of the other parity.
+// The call is this one kernel: it advances the device epoch itself (ll/kernel_call.cuh).
 __global__ void __launch_bounds__(kThreads)
-    allgather_ll_kernel(const ll::Team team, const uint2* in, uint2* out, uint64_t* buffers, int64_t granules,
-                        int64_t cap) {
-  const uint64_t epoch = ll::call_epoch(team);
+    allgather_ll_kernel(const ll::Team call_team, const uint2* in, uint2* out, uint64_t* buffers, int64_t granules,
+                        int64_t cap, uint64_t* arrivals) {
+  const ll::Team team = ll::kernel_call_team(call_team);
+  const uint64_t epoch = team.epoch;
   const uint32_t flag = uint32_t(epoch);
   const int me = team.rank, w = team.num_ranks;
   uint64_t* recv = buffers + int64_t(epoch & 1) * w * 2 * cap;
@@ -39,6 +42,7 @@ __global__ void __launch_bounds__(kThreads)
     tile::get_flagged_block(team, recv + int64_t(from) * 2 * cap, out + int64_t(from) * granules, g0, g1, flag,
                             ll::WaitSite{from, "allgather_ll"});
   }
+  ll::end_kernel_call_block(call_team, epoch, arrivals);
 }
 
 struct AllgatherLlState {
@@ -46,6 +50,7 @@ struct AllgatherLlState {
   ops::UniformCheck uniform;
   uint64_t* buffers = nullptr;
   int64_t cap = 0;  // granules per source rank and parity
+  uint64_t* arrivals = nullptr;  // the kernel's count of finished blocks (ll::end_kernel_call_block)
 };
 
 void validate(const Context& ctx, const AllgatherLlArgs& a, const AllgatherLlOptions& o) {
@@ -89,13 +94,15 @@ void allgather_ll_enqueue(Context& ctx, const AllgatherLlArgs& a, const Allgathe
     return;
   }
   ensure_buffers(ctx, st, granules, stream);
+  if (st.arrivals == nullptr) st.arrivals = ctx.signal_workspace("allgather_ll.arrivals", 1);
   const int blocks = o.blocks > 0 ? o.blocks
                                   : int(std::clamp<int64_t>((granules + kGranulesPerBlock - 1) / kGranulesPerBlock,
                                                             1, std::min(kMaxBlocks, ctx.sm_count())));
-  ctx.begin_op(kOp, stream);
+  ctx.begin_op_in_kernel(kOp);
   ctx.trace("checked, buffers ready");
   allgather_ll_kernel<<<blocks, kThreads, 0, stream>>>(ctx.team(), static_cast<const uint2*>(a.in),
-                                                       static_cast<uint2*>(a.out), st.buffers, granules, st.cap);
+                                                       static_cast<uint2*>(a.out), st.buffers, granules, st.cap,
+                                                       st.arrivals);
   TL_CUDA_CHECK(cudaGetLastError());
   ctx.trace("launched");
 }
