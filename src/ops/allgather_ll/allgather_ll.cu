@@ -1,6 +1,8 @@
 // src/ops/allgather_ll/allgather_ll.cu — see tilelink/ops/allgather_ll/allgather_ll.hpp.
 #include "tilelink/ops/allgather_ll/allgather_ll.hpp"
 
+#include "ops/allgather_ll/allgather_ll_call.hpp"
+
 #include <algorithm>
 
 #include "ops/common/op_call.hpp"
@@ -83,13 +85,18 @@ void ensure_buffers(Context& ctx, AllgatherLlState& st, int64_t granules, cudaSt
   st.cap = granules;
 }
 
-void allgather_ll_enqueue(Context& ctx, const AllgatherLlArgs& a, const AllgatherLlOptions& o, cudaStream_t stream) {
+}  // namespace
+
+namespace ops {
+
+void enqueue_allgather_ll(Context& ctx, const char* op, const AllgatherLlArgs& a, const AllgatherLlOptions& o,
+                          cudaStream_t stream) {
   validate(ctx, a, o);
   auto& st = ctx.op_state<AllgatherLlState>(kOp);
   st.uniform.require(ctx, kOp, {{"bytes", a.bytes}, {"blocks", o.blocks}});
   const int64_t granules = a.bytes / 8;
   if (ctx.num_ranks() == 1) {
-    ctx.begin_op(kOp);
+    ctx.begin_op(op);
     TL_CUDA_CHECK(cudaMemcpyAsync(a.out, a.in, size_t(a.bytes), cudaMemcpyDeviceToDevice, stream));
     return;
   }
@@ -98,19 +105,19 @@ void allgather_ll_enqueue(Context& ctx, const AllgatherLlArgs& a, const Allgathe
   const int blocks = o.blocks > 0 ? o.blocks
                                   : int(std::clamp<int64_t>((granules + kGranulesPerBlock - 1) / kGranulesPerBlock,
                                                             1, std::min(kMaxBlocks, ctx.sm_count())));
-  ctx.begin_op_in_kernel(kOp);
-  ctx.trace("checked, buffers ready");
+  ctx.begin_op_in_kernel(op);
+  ctx.trace("allgather_ll: checked, buffers ready");
   allgather_ll_kernel<<<blocks, kThreads, 0, stream>>>(ctx.team(), static_cast<const uint2*>(a.in),
                                                        static_cast<uint2*>(a.out), st.buffers, granules, st.cap,
                                                        st.arrivals);
   TL_CUDA_CHECK(cudaGetLastError());
-  ctx.trace("launched");
+  ctx.trace("allgather_ll: launched");
 }
 
-}  // namespace
+}  // namespace ops
 
 void allgather_ll(Context& ctx, const AllgatherLlArgs& a, const AllgatherLlOptions& o) {
-  ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { allgather_ll_enqueue(ctx, a, o, stream); });
+  ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { ops::enqueue_allgather_ll(ctx, kOp, a, o, stream); });
 }
 
 }  // namespace tilelink
