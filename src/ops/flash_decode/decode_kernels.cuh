@@ -23,6 +23,8 @@
 
 namespace tilelink::ops::decode {
 
+#define TL_DEVICE_INLINE __device__ __forceinline__
+
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTokens = 8;  // per warp and step
@@ -58,7 +60,10 @@ struct PartialParams {
 // Shared memory of decode_partial_kernel<T, D, GM>.
 template <int D, int GM>
 struct PartialSmem {
-  static constexpr int kQStride = D + D / 32;  // padded: the 4 lanes of a token hit 4 banks
+  // q as float, 4 floats of padding per 32: the 4 lanes of a token read 16-byte vectors from 4
+  // different bank groups, and the 8 tokens of a warp read the same addresses (a broadcast).
+  static constexpr int kQStride = D + D / 8;
+  static TL_DEVICE_INLINE int q_index(int d) { return d + 4 * (d / 32); }
   float q[GM * kQStride];
   float s[kWarps][kTokens][GM];
   float wm[kWarps][GM], wl[kWarps][GM];
@@ -81,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) decode_partial_kernel(const PartialP
 
   for (int i = threadIdx.x; i < GM * D; i += kThreads) {
     const int h = i / D, d = i % D;
-    sm.q[h * Smem::kQStride + d + d / 32] =
+    sm.q[h * Smem::kQStride + Smem::q_index(d)] =
         h < p.g ? to_float2<T>(uint32_t(*reinterpret_cast<const uint16_t*>(
                       q + (int64_t(b) * p.q_heads + hk * p.g + h) * D + d)))
                       .x
@@ -109,21 +114,39 @@ __global__ void __launch_bounds__(kThreads) decode_partial_kernel(const PartialP
     float s[GM];
 #pragma unroll
     for (int h = 0; h < GM; ++h) s[h] = 0.0f;
+    // This step's V rows are loaded now, beside K, so that both are in flight together.
+    uint2 vraw[kTokens];
+#pragma unroll
+    for (int j = 0; j < kTokens; ++j) {
+      vraw[j] = make_uint2(0u, 0u);
+      if (base + j < t1) {
+        const T* vrow = v_seq + (base + j) * row_stride + lane * kPvDims;
+        if constexpr (kPvDims == 4) vraw[j] = __ldg(reinterpret_cast<const uint2*>(vrow));
+        else vraw[j].x = __ldg(reinterpret_cast<const uint32_t*>(vrow));
+      }
+    }
     if (t < t1) {
       const uint4* krow = reinterpret_cast<const uint4*>(k_seq + t * row_stride + sub * kQkDims);
+      uint4 kraw[kQkVecs];
+#pragma unroll
+      for (int c = 0; c < kQkVecs; ++c) kraw[c] = __ldg(krow + c);
 #pragma unroll
       for (int c = 0; c < kQkVecs; ++c) {
-        const uint4 raw = __ldg(krow + c);
-        const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+        const uint32_t w[4] = {kraw[c].x, kraw[c].y, kraw[c].z, kraw[c].w};
+        float kf[8];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float2 kf = to_float2<T>(w[e]);
-          const int d = sub * kQkDims + c * 8 + 2 * e;
+          const float2 f = to_float2<T>(w[e]);
+          kf[2 * e] = f.x;
+          kf[2 * e + 1] = f.y;
+        }
+        const int d = sub * kQkDims + c * 8;
 #pragma unroll
-          for (int h = 0; h < GM; ++h) {
-            const float* qh = sm.q + h * Smem::kQStride + d / 32;
-            s[h] = fmaf(qh[d], kf.x, fmaf(qh[d + 1], kf.y, s[h]));
-          }
+        for (int h = 0; h < GM; ++h) {
+          const float4* qh = reinterpret_cast<const float4*>(sm.q + h * Smem::kQStride + Smem::q_index(d));
+          const float4 q0 = qh[0], q1 = qh[1];
+          s[h] = fmaf(q0.x, kf[0], fmaf(q0.y, kf[1], fmaf(q0.z, kf[2], fmaf(q0.w, kf[3], s[h]))));
+          s[h] = fmaf(q1.x, kf[4], fmaf(q1.y, kf[5], fmaf(q1.z, kf[6], fmaf(q1.w, kf[7], s[h]))));
         }
       }
     }
@@ -169,20 +192,16 @@ __global__ void __launch_bounds__(kThreads) decode_partial_kernel(const PartialP
     // Values.
 #pragma unroll
     for (int j = 0; j < kTokens; ++j) {
-      if (base + j >= t1) break;
-      const T* vrow = v_seq + (base + j) * row_stride + lane * kPvDims;
       float vf[kPvDims];
+      const float2 a = to_float2<T>(vraw[j].x);
+      vf[0] = a.x, vf[1] = a.y;
       if constexpr (kPvDims == 4) {
-        const uint2 raw = __ldg(reinterpret_cast<const uint2*>(vrow));
-        const float2 a = to_float2<T>(raw.x), c = to_float2<T>(raw.y);
-        vf[0] = a.x, vf[1] = a.y, vf[2] = c.x, vf[3] = c.y;
-      } else {
-        const float2 a = to_float2<T>(__ldg(reinterpret_cast<const uint32_t*>(vrow)));
-        vf[0] = a.x, vf[1] = a.y;
+        const float2 c = to_float2<T>(vraw[j].y);
+        vf[2] = c.x, vf[3] = c.y;
       }
 #pragma unroll
       for (int h = 0; h < GM; ++h) {
-        const float pj = sm.s[warp][j][h];
+        const float pj = sm.s[warp][j][h];  // 0 for a token past the end
 #pragma unroll
         for (int e = 0; e < kPvDims; ++e) acc[h][e] = fmaf(pj, vf[e], acc[h][e]);
       }
