@@ -86,6 +86,11 @@ int tl_gemm_ar(tl_world* world, int dtype, const void* a, const void* b, void* c
 /* out[size * bytes] = every rank's in[bytes], in rank order, on every rank: the low-latency
  * AllGather for small messages (bytes a multiple of 8, at most 8 MiB; in and out 8-byte aligned). */
 int tl_allgather_ll(tl_world* world, const void* in, void* out, int64_t bytes, void* stream);
+/* Decode attention over a KV cache split across the ranks: q[batch, q_heads, head_dim] (the same
+ * on every rank), this rank's k, v[batch, kv_len, kv_heads, head_dim], out[batch, q_heads,
+ * head_dim] on every rank; head_dim 64 or 128; scale 0: 1/sqrt(head_dim). */
+int tl_flash_decode(tl_world* world, int dtype, const void* q, const void* k, const void* v, void* out, int64_t batch,
+                    int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t kv_len, float scale, void* stream);
 
 #ifdef __cplusplus
 }

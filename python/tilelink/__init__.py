@@ -23,7 +23,7 @@ from torch import Tensor
 from . import _ops
 from ._world import World, default_world, empty, init, zeros
 
-__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "default_world"]
+__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "default_world"]
 __version__ = "0.1.0"
 
 
@@ -67,3 +67,17 @@ def allgather_ll(x: Tensor, *, world: World | None = None) -> Tensor:
     """
     world = world or default_world()
     return _ops.allgather_ll_op(x, world.id, world.size)
+
+
+def flash_decode(q: Tensor, k: Tensor, v: Tensor, *, scale: float | None = None, world: World | None = None) -> Tensor:
+    """Decode attention over a KV cache split across the ranks of the world.
+
+    q: [batch, q_heads, head_dim], the same on every rank (one query per sequence). k, v: [batch,
+    kv_len, kv_heads, head_dim], this rank's shard of each sequence's cache (shards concatenated
+    in rank order make the sequence; kv_len may differ between ranks, or be 0). Query head h reads
+    kv head h // (q_heads // kv_heads). Returns [batch, q_heads, head_dim] on every rank:
+    ``softmax(scale * q k^T) v`` over the whole cache. head_dim 64 or 128; scale defaults to
+    1/sqrt(head_dim).
+    """
+    world = world or default_world()
+    return _ops.flash_decode_op(q, k, v, 0.0 if scale is None else float(scale), world.id, world.size)

@@ -61,8 +61,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_gemm_rs.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
     lib.tl_gemm_ar.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
     lib.tl_allgather_ll.argtypes = [p, p, p, i64, p]
+    lib.tl_flash_decode.argtypes = [p, i, p, p, p, p, i64, i64, i64, i64, i64, ctypes.c_float, p]
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
-                 "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll"):
+                 "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll",
+                 "tl_flash_decode"):
         getattr(lib, name).restype = i
 
 

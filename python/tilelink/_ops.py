@@ -124,6 +124,48 @@ def _(x: Tensor, world_id: int, world_size: int) -> Tensor:
     return x.new_empty(_allgather_ll_shape(x, world_size))
 
 
+# ---- decode attention over a KV cache split across ranks ----------------------------------------
+def _flash_decode_check(q: Tensor, k: Tensor, v: Tensor) -> None:
+    op = "tilelink.flash_decode"
+    if q.dtype not in _SUPPORTED or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"{op}: q, k and v must all be bfloat16 or all float16 (got {q.dtype}, {k.dtype}, {v.dtype})")
+    if q.dim() != 3 or k.dim() != 4 or v.shape != k.shape:
+        raise ValueError(f"{op}: q must be [batch, q_heads, head_dim] and k, v [batch, kv_len, kv_heads, head_dim] "
+                         f"(got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)})")
+    (b, hq, d), (bk, _s, hkv, dk) = q.shape, k.shape
+    if bk != b or dk != d:
+        raise ValueError(f"{op}: k's batch and head_dim must match q's (q {tuple(q.shape)}, k {tuple(k.shape)})")
+    if d not in (64, 128):
+        raise ValueError(f"{op}: head_dim must be 64 or 128 (got {d})")
+    if hkv < 1 or hq % hkv or hq // hkv > 16:
+        raise ValueError(f"{op}: q_heads ({hq}) must be a multiple of kv_heads ({hkv}), at most 16 per kv head")
+    if not (q.is_contiguous() and k.is_contiguous() and v.is_contiguous()):
+        raise ValueError(f"{op}: q, k and v must be contiguous (call .contiguous())")
+    if q.device.type not in _DEVICE_TYPES or k.device != q.device or v.device != q.device:
+        raise ValueError(f"{op}: q, k and v must be on this rank's CUDA device")
+
+
+@torch.library.custom_op("tilelink::flash_decode", mutates_args=())
+def flash_decode_op(q: Tensor, k: Tensor, v: Tensor, scale: float, world_id: int, world_size: int) -> Tensor:
+    _flash_decode_check(q, k, v)
+    out = torch.empty_like(q)
+    world = world_by_id(world_id)
+    if q.device != world.device:
+        raise ValueError(f"tilelink.flash_decode: q is on {q.device}, but this rank of the world runs on {world.device}")
+    (b, hq, d), (_b, s, hkv, _d) = q.shape, k.shape
+    stream = ctypes.c_void_p(torch.cuda.current_stream(q.device).cuda_stream)
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    world._call("tl_flash_decode", dtype_code(q.dtype), ptr(q), ptr(k), ptr(v), ptr(out), b, hq, hkv, d, s,
+                float(scale), stream)
+    return out
+
+
+@flash_decode_op.register_fake
+def _(q: Tensor, k: Tensor, v: Tensor, scale: float, world_id: int, world_size: int) -> Tensor:
+    _flash_decode_check(q, k, v)
+    return torch.empty_like(q)
+
+
 # AllGather-GEMM that also returns the gathered A: what its backward needs for dB, and what
 # GEMM-ReduceScatter's backward uses to gather dC once for both of its gradients.
 @torch.library.custom_op("tilelink::ag_gemm_gathered", mutates_args=())

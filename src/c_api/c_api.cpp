@@ -9,6 +9,7 @@
 
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/ops/allgather_ll/allgather_ll.hpp"
+#include "tilelink/ops/flash_decode/flash_decode.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/runtime/error.hpp"
@@ -189,6 +190,16 @@ int tl_allgather_ll(tl_world* world, const void* in, void* out, int64_t bytes, v
     tilelink::AllgatherLlOptions o;
     o.stream = static_cast<cudaStream_t>(stream);
     tilelink::allgather_ll(context_of(world), {in, out, bytes}, o);
+  });
+}
+
+int tl_flash_decode(tl_world* world, int dtype, const void* q, const void* k, const void* v, void* out, int64_t batch,
+                    int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t kv_len, float scale, void* stream) {
+  return guarded([&] {
+    tilelink::FlashDecodeOptions o;
+    o.stream = static_cast<cudaStream_t>(stream);
+    tilelink::flash_decode(context_of(world),
+                           {dtype_of(dtype), q, k, v, out, batch, q_heads, kv_heads, head_dim, kv_len, scale}, o);
   });
 }
 

@@ -57,6 +57,26 @@ def test_allgather_ll_bad_input_raises_value_error(x, message):
         torch.ops.tilelink.allgather_ll(x, 1, 2)
 
 
+def test_flash_decode_fake_shape():
+    with FakeTensorMode():
+        q = torch.empty(2, 32, 128, dtype=BF16, device="cuda")
+        k = torch.empty(2, 1000, 8, 128, dtype=BF16, device="cuda")
+        out = torch.ops.tilelink.flash_decode(q, k, k, 0.0, 1, 2)
+    assert out.shape == (2, 32, 128) and out.dtype == BF16
+
+
+@pytest.mark.parametrize("q, k, message", [
+    (meta(2, 32, 96), meta(2, 10, 8, 96), "head_dim must be 64 or 128"),
+    (meta(2, 30, 128), meta(2, 10, 8, 128), "multiple of kv_heads"),
+    (meta(2, 32, 128), meta(3, 10, 8, 128), "batch and head_dim"),
+    (meta(2, 32, 128), meta(2, 10, 8, 128, dtype=FP16), "bfloat16 or all float16"),
+    (meta(2, 32, 128), meta(2, 10, 128), "kv_len, kv_heads"),
+])
+def test_flash_decode_bad_input_raises_value_error(q, k, message):
+    with pytest.raises(ValueError, match=message):
+        torch.ops.tilelink.flash_decode(q, k, k, 0.0, 1, 2)
+
+
 def test_traced_graph_keeps_the_ops():
     # A tensor-parallel MLP block: the ops must appear as single nodes with the right shapes.
     def mlp(x, w_up, w_down):

@@ -257,6 +257,26 @@ def test_allgather_ll_matches_nccl_bitwise(world, shape, dtype):
     assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), "allgather_ll differs from NCCL's all-gather"
 
 
+@pytest.mark.parametrize("batch, hq, hkv, d, dtype", [(2, 32, 8, 128, torch.bfloat16), (1, 12, 2, 64, torch.float16)])
+def test_flash_decode_matches_sdpa_over_the_whole_cache(world, batch, hq, hkv, d, dtype):
+    seed = seed_everyone()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    lens = [300 + 97 * r for r in range(size)]  # uneven shards
+    q = rand((batch, hq, d), dtype, seed)
+    k = rand((batch, lens[rank], hkv, d), dtype, seed + 1 + 2 * rank)
+    v = rand((batch, lens[rank], hkv, d), dtype, seed + 2 + 2 * rank)
+    poison_on_alloc()
+    got = tilelink.flash_decode(q, k, v)
+    ks = [rand((batch, lens[r], hkv, d), dtype, seed + 1 + 2 * r) for r in range(size)]
+    vs = [rand((batch, lens[r], hkv, d), dtype, seed + 2 + 2 * r) for r in range(size)]
+    kk = torch.cat(ks, 1).transpose(1, 2).float()
+    vv = torch.cat(vs, 1).transpose(1, 2).float()
+    want = F.scaled_dot_product_attention(q.float().unsqueeze(2), kk, vv, enable_gqa=True).squeeze(2)
+    err = (got.float() - want).abs()
+    assert not torch.isnan(got).any()
+    assert (err <= 4e-3 + 8e-3 * want.abs()).all(), f"max error {err.max().item():.3e}"
+
+
 def test_a_timed_out_call_raises_on_every_rank_then_the_world_works(world):
     # Every rank but 0 makes its call 2 s late while rank 0's device waits are bounded at 300 ms:
     # the call is aborted on every rank, each raises (no dead CUDA context), and later calls on
