@@ -1,6 +1,6 @@
 // src/ops/flash_decode/flash_decode.cu — see tilelink/ops/flash_decode/flash_decode.hpp.
 //
-// One call: decode_partial_kernel over this rank's shard (chunks in parallel), combine_kernel
+// One call: decode_partial_mma_kernel over this rank's shard (chunks in parallel), combine_kernel
 // folding the chunks into this rank's partial result (fp32 output and base-2 log-sum-exp, packed
 // for the gather), allgather_ll of the packed partials, combine_kernel folding the ranks into the
 // output. The workspace is this rank's own device memory (nothing of it is read by peers: the
@@ -14,6 +14,7 @@
 #include "ops/common/op_call.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "ops/flash_decode/decode_kernels.cuh"
+#include "ops/flash_decode/decode_mma.cuh"
 
 namespace tilelink {
 namespace {
@@ -48,33 +49,19 @@ void validate(const Context& ctx, const FlashDecodeArgs& a, const FlashDecodeOpt
   TL_REQUIRE(o.splits >= 0, kOp, ": splits must be >= 0");
 }
 
-int group_bound(int64_t g) { return g <= 1 ? 1 : g <= 2 ? 2 : g <= 4 ? 4 : g <= 8 ? 8 : 16; }
-
-template <class T, int D, int GM>
+template <class T, int D>
 void launch_partial(const ops::decode::PartialParams& p, int splits, int kv_heads, int batch, cudaStream_t s) {
-  const int smem = int(sizeof(ops::decode::PartialSmem<D, GM>));
-  auto kernel = ops::decode::decode_partial_kernel<T, D, GM>;
+  const int smem = int(sizeof(ops::decode::MmaSmem<D>));
+  auto kernel = ops::decode::decode_partial_mma_kernel<T, D>;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   TL_CUDA_CHECK(attr);
-  kernel<<<dim3(splits, kv_heads, batch), ops::decode::kThreads, smem, s>>>(p);
-}
-
-template <class T, int D>
-void launch_partial_d(const ops::decode::PartialParams& p, int gm, int splits, int kv_heads, int batch, cudaStream_t s) {
-  switch (gm) {
-    case 1: return launch_partial<T, D, 1>(p, splits, kv_heads, batch, s);
-    case 2: return launch_partial<T, D, 2>(p, splits, kv_heads, batch, s);
-    case 4: return launch_partial<T, D, 4>(p, splits, kv_heads, batch, s);
-    case 8: return launch_partial<T, D, 8>(p, splits, kv_heads, batch, s);
-    default: return launch_partial<T, D, 16>(p, splits, kv_heads, batch, s);
-  }
+  kernel<<<dim3(splits, kv_heads, batch), ops::decode::kMmaThreads, smem, s>>>(p);
 }
 
 template <class T>
-void launch_partial_t(const ops::decode::PartialParams& p, int d, int gm, int splits, int kv_heads, int batch,
-                      cudaStream_t s) {
-  if (d == 64) launch_partial_d<T, 64>(p, gm, splits, kv_heads, batch, s);
-  else launch_partial_d<T, 128>(p, gm, splits, kv_heads, batch, s);
+void launch_partial_t(const ops::decode::PartialParams& p, int d, int splits, int kv_heads, int batch, cudaStream_t s) {
+  if (d == 64) launch_partial<T, 64>(p, splits, kv_heads, batch, s);
+  else launch_partial<T, 128>(p, splits, kv_heads, batch, s);
 }
 
 // Chunks per (sequence, kv head): about four blocks per SM of this rank's share, never chunks
@@ -117,9 +104,8 @@ void flash_decode_enqueue(Context& ctx, const FlashDecodeArgs& a, const FlashDec
   ops::decode::PartialParams p{a.q, a.k, a.v, part_o, part_lse, a.kv_len, chunk, int(a.batch), int(a.q_heads),
                                int(a.kv_heads), int(a.q_heads / a.kv_heads),
                                (a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(d))) * 1.4426950408889634f};
-  const int gm = group_bound(a.q_heads / a.kv_heads);
-  if (a.dtype == DType::bf16) launch_partial_t<__nv_bfloat16>(p, int(d), gm, splits, int(a.kv_heads), int(a.batch), stream);
-  else launch_partial_t<__half>(p, int(d), gm, splits, int(a.kv_heads), int(a.batch), stream);
+  if (a.dtype == DType::bf16) launch_partial_t<__nv_bfloat16>(p, int(d), splits, int(a.kv_heads), int(a.batch), stream);
+  else launch_partial_t<__half>(p, int(d), splits, int(a.kv_heads), int(a.batch), stream);
   TL_CUDA_CHECK(cudaGetLastError());
   ops::decode::combine_kernel<float><<<unsigned(rows), unsigned(d), 0, stream>>>(
       part_o, part_lse, splits, rows * d, rows, int(d), mine, mine + rows * d);
