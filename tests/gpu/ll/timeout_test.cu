@@ -91,7 +91,9 @@ TEST_P(LlForcedMissingNotify, EndsInAnErrorOnEveryRankAndTheWorldStaysUsable) {
         notify_kernel<<<1, 32, 0, ctx.stream()>>>(ctx.team(), sigs, false, observed);
         tt::check_launch("ll_ring");
         ctx.synchronize("ll_ring");
-        if (tt::download_n(observed, 1, ctx.stream())[0] != e) ++bad_calls[r];
+        // The previous rank may already be one call ahead (it notifies before it waits).
+        const uint64_t seen = tt::download_n(observed, 1, ctx.stream())[0];
+        if (seen != e && seen != e + 1) ++bad_calls[r];
       }
     } catch (const tilelink::Error& e) {
       later_errors[r] = e.what();

@@ -9,6 +9,7 @@
 
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/ops/allgather_ll/allgather_ll.hpp"
+#include "tilelink/ops/flash_decode/flash_decode.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/testing/check.hpp"

@@ -2,7 +2,7 @@
 // machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
 // (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
 // size, bf16 and fp16, reference shapes scaled and odd shapes, then a stress loop with one
-// rank starting late; allgather_ll; a straggler whose call times out, then 100 correct calls.
+// rank starting late; allgather_ll; flash_decode; a straggler whose call times out, then 100 correct calls.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
@@ -11,7 +11,10 @@
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 
+#include <cuda_bf16.h>
+
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -253,6 +256,70 @@ TEST(OpsMpi, AllgatherLlEveryRanksBytesLandBitwise) {
       const auto got = tt::download(out, size_t(bytes * w), ctx.stream());
       EXPECT_TRUE(tt::bytes_equal(want.data(), got.data(), got.size(), "allgather_ll " + std::to_string(bytes) + " bytes"));
     }
+  ctx.barrier();
+}
+
+// ---- flash_decode ---------------------------------------------------------------------------------
+// Every rank rebuilds every rank's cache shard from the shared seed (host generator) and computes
+// the float64 reference over all of them.
+TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
+  Context& ctx = *g_ctx;
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  const uint64_t seed = tt::shared_fresh_seed(ctx);
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const int64_t batch = 2, hq = 8, hkv = 2, d = 128, g = hq / hkv;
+  auto len_of = [](int q) { return int64_t(300 + 97 * q); };
+  auto values = [](size_t n, uint64_t s) {
+    std::mt19937_64 rng(s);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<__nv_bfloat16> out(n);
+    for (auto& x : out) x = __float2bfloat16(u(rng));
+    return out;
+  };
+  const auto q = values(size_t(batch * hq * d), tt::mix_seed(seed, 0, 0));
+  std::vector<std::vector<__nv_bfloat16>> k(w), v(w);
+  for (int p = 0; p < w; ++p) {
+    k[p] = values(size_t(batch * len_of(p) * hkv * d), tt::mix_seed(seed, p, 1));
+    v[p] = values(size_t(batch * len_of(p) * hkv * d), tt::mix_seed(seed, p, 2));
+  }
+  DeviceBuffers mem;
+  void* dq = mem.get(q.size() * 2);
+  void* dk = mem.get(k[r].size() * 2);
+  void* dv = mem.get(v[r].size() * 2);
+  void* dout = mem.get(q.size() * 2);
+  tt::upload(dq, q.data(), q.size() * 2, ctx.stream());
+  tt::upload(dk, k[r].data(), k[r].size() * 2, ctx.stream());
+  tt::upload(dv, v[r].data(), v[r].size() * 2, ctx.stream());
+  tt::poison_device(dout, q.size() * 2, 0xff, ctx.stream());
+  tilelink::flash_decode(ctx, {DType::bf16, dq, dk, dv, dout, batch, hq, hkv, d, len_of(r)});
+  ctx.synchronize("flash_decode");
+  const auto got = tt::download_n(static_cast<const __nv_bfloat16*>(dout), q.size(), ctx.stream());
+  int bad = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h) {
+      std::vector<double> s;
+      std::vector<const __nv_bfloat16*> rows;
+      for (int p = 0; p < w; ++p)
+        for (int64_t t = 0; t < len_of(p); ++t) {
+          const int64_t row = ((b * len_of(p) + t) * hkv + h / g) * d;
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e)
+            dot += double(__bfloat162float(q[(b * hq + h) * d + e])) * __bfloat162float(k[p][row + e]);
+          s.push_back(dot / std::sqrt(double(d)));
+          rows.push_back(v[p].data() + row);
+        }
+      double mx = -INFINITY, sum = 0;
+      for (double x : s) mx = std::max(mx, x);
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t e = 0; e < d; ++e) {
+        double o = 0;
+        for (size_t i = 0; i < s.size(); ++i) o += s[i] * __bfloat162float(rows[i][e]);
+        o /= sum;
+        const double x = __bfloat162float(got[(b * hq + h) * d + e]);
+        if (!(std::fabs(x - o) <= 4e-3 + 8e-3 * std::fabs(o))) ++bad;
+      }
+    }
+  EXPECT_EQ(bad, 0) << bad << " of " << q.size() << " outputs off";
   ctx.barrier();
 }
 
