@@ -5,7 +5,7 @@
 // sequence over all of them. Printed beside the time: the HBM floor of reading this rank's share
 // of the cache (K and V bytes / 4.8 TB/s, the H200's peak), the share of it reached, and the
 // floor of the whole cache on one GPU, which the strong-scaling goal compares against (2 GPUs at
-// <= 0.55x the 1-GPU time at >= 256k tokens). --ranks 1,2 runs both in one go.
+// <= 0.55x the 1-GPU time at >= 256k tokens). --splits N forces the chunks per (sequence, kv head).
 #include <cstdio>
 #include <sstream>
 #include <vector>
@@ -31,6 +31,8 @@ int run_flash_decode(const Args& args) {
                                            {4, 32, 8, 65536},  {16, 32, 8, 16384}, {1, 96, 12, 262144},
                                            {8, 96, 12, 65536}};
   const int64_t d = 128;
+  FlashDecodeOptions fo;
+  fo.splits = int(args.get_int("splits", 0));  // 0: the op's rule
   const std::string header = "# flash_decode: bf16, head_dim 128, one query per sequence; us per call, median of " +
                              std::to_string(opt.timing.samples) + " samples of " + std::to_string(opt.timing.reps) +
                              " calls; floor = K+V bytes / 4.8 TB/s";
@@ -56,7 +58,7 @@ int run_flash_decode(const Args& args) {
       const std::vector<Candidate> cands = {{"flash_decode", [&](Context& ctx) {
                                                const int r = ctx.rank();
                                                flash_decode(ctx, {DType::bf16, q[r], k[r], v[r], out[r], s.batch,
-                                                                  s.q_heads, s.kv_heads, d, local});
+                                                                  s.q_heads, s.kv_heads, d, local}, fo);
                                              }}};
       const double ms = time_interleaved(world, cands, opt.timing)[0];
       const double rank_floor_us = double(kv_elems) * 2 * 2 / kHbmBytesPerS * 1e6;

@@ -54,7 +54,10 @@ struct MmaSmem {
 
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool live) {
   const uint32_t dst = uint32_t(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(live ? 16 : 0) : "memory");
+  // L2::256B: a row of one head is 256 bytes, all of which the warp reads; fetching it whole from
+  // DRAM at once keeps the accesses long.
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(live ? 16 : 0)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
