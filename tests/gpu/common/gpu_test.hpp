@@ -83,6 +83,19 @@ std::vector<T> download_n(const T* dev, size_t n, cudaStream_t stream) {
 ::testing::AssertionResult bytes_equal(const void* expected, const void* actual, size_t bytes,
                                        const std::string& what);
 
+// ---- argument checks ---------------------------------------------------------------------------
+// `call` must throw tilelink::Error before launching anything, with `op` in its message; `what`
+// names the bad argument in the failure message.
+template <class Call>
+void expect_refused(Call&& call, const std::string& op, const std::string& what) {
+  try {
+    call();
+    ADD_FAILURE() << op << " accepted " << what;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << what << ": " << e.what();
+  }
+}
+
 // ---- multi-process tests --------------------------------------------------------------------------
 // The main() of a test binary run under mpirun: creates the MpiWorld, points *ctx at its context
 // for the tests, runs them, and ends with a barrier so no rank leaves while a peer still maps its
