@@ -39,10 +39,13 @@ __global__ void combine_kernel(const float* o, const float* lse, int parts, int6
                                int D, OutT* out, float* out_lse) {
   const int64_t row = blockIdx.x;
   const int d = threadIdx.x;
+  // Independent loads, several in flight: a thread folds up to hundreds of chunks.
   float mx = -INFINITY;
+#pragma unroll 8
   for (int r = 0; r < parts; ++r) mx = fmaxf(mx, lse[r * lse_stride + row]);
   float acc = 0.0f, sum = 0.0f;
   if (mx != -INFINITY) {
+#pragma unroll 8
     for (int r = 0; r < parts; ++r) {
       const float f = exp2f(lse[r * lse_stride + row] - mx);
       sum += f;

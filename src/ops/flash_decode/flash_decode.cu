@@ -3,8 +3,9 @@
 // One call: decode_partial_mma_kernel over this rank's shard (chunks in parallel), combine_kernel
 // folding the chunks into this rank's partial result (fp32 output and base-2 log-sum-exp, packed
 // for the gather), allgather_ll of the packed partials, combine_kernel folding the ranks into the
-// output. The workspace is this rank's own device memory (nothing of it is read by peers: the
-// gather has its own symmetric buffers).
+// output; with one rank the chunks fold straight into the output (two launches). The workspace
+// is this rank's own device memory (nothing of it is read by peers: the gather has its own
+// symmetric buffers).
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
 
 #include <algorithm>
@@ -107,6 +108,19 @@ void flash_decode_enqueue(Context& ctx, const FlashDecodeArgs& a, const FlashDec
   if (a.dtype == DType::bf16) launch_partial_t<__nv_bfloat16>(p, int(d), splits, int(a.kv_heads), int(a.batch), stream);
   else launch_partial_t<__half>(p, int(d), splits, int(a.kv_heads), int(a.batch), stream);
   TL_CUDA_CHECK(cudaGetLastError());
+  if (w == 1) {
+    // Nothing to exchange: the chunks fold straight into the output.
+    ctx.begin_op(kOp);
+    if (a.dtype == DType::bf16)
+      ops::decode::combine_kernel<__nv_bfloat16><<<unsigned(rows), unsigned(d), 0, stream>>>(
+          part_o, part_lse, splits, rows * d, rows, int(d), static_cast<__nv_bfloat16*>(a.out), nullptr);
+    else
+      ops::decode::combine_kernel<__half><<<unsigned(rows), unsigned(d), 0, stream>>>(
+          part_o, part_lse, splits, rows * d, rows, int(d), static_cast<__half*>(a.out), nullptr);
+    TL_CUDA_CHECK(cudaGetLastError());
+    ctx.trace("launched");
+    return;
+  }
   ops::decode::combine_kernel<float><<<unsigned(rows), unsigned(d), 0, stream>>>(
       part_o, part_lse, splits, rows * d, rows, int(d), mine, mine + rows * d);
   TL_CUDA_CHECK(cudaGetLastError());

@@ -2,7 +2,7 @@
 // Every rank captures the same sequence of calls — ag_gemm (SM push, SM pull, automatic; captured
 // calls always gather on SMs, and the automatic path on ranks sharing a GPU gathers on the copy
 // engines when not captured),
-// gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic), allgather_ll — into one graph, then
+// gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic), allgather_ll, flash_decode — into one graph, then
 // replays it 100 times, each time on fresh inputs (one of several random sets, copied into the
 // captured input buffers) with the outputs poisoned with NaN first. Every replay's every output
 // must equal, bitwise, the same call made without a graph on the same inputs. Calls made without
@@ -104,6 +104,24 @@ std::vector<Call> make_calls(int w) {
       AllgatherLlOptions o;
       o.stream = s;
       allgather_ll(ctx, {a, out, bytes}, o);
+    };
+    calls.push_back(std::move(c));
+  }
+  {
+    // q is the varying input; b holds this rank's K then V (uneven shards: 300 + 37 r tokens).
+    constexpr int64_t kBatch = 2, kHeads = 8, kKvHeads = 2, kDim = 64, kMaxLen = 300 + 37 * 7;
+    constexpr int64_t kKv = kBatch * kMaxLen * kKvHeads * kDim;
+    Call c;
+    c.name = "flash_decode";
+    c.a_elems = kBatch * kHeads * kDim;
+    c.b_elems = 2 * kKv;
+    c.c_elems = c.a_elems;
+    c.run = [](Context& ctx, const void* a, const void* b, void* out, cudaStream_t s) {
+      FlashDecodeOptions o;
+      o.stream = s;
+      const auto* kv = static_cast<const char*>(b);
+      flash_decode(ctx, {DType::bf16, a, kv, kv + kKv * 2, out, kBatch, kHeads, kKvHeads, kDim, 300 + 37 * ctx.rank()},
+                   o);
     };
     calls.push_back(std::move(c));
   }
