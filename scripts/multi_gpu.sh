@@ -25,8 +25,15 @@ for t in ll_mpi_test ops_mpi_test; do
   echo "== mpirun -np $n $t"
   timeout 300 "${mpi[@]}" "$build/bin/$t" --gtest_color=no 2>&1 | tee "$logs/$t.log" | grep -E "PASSED|FAILED|Failure"
 done
-for cmd in primitives ag_gemm gemm_rs gemm_ar; do
+for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode; do
   echo "== mpirun -np $n tilelink-bench $cmd --mpi"
   "${mpi[@]}" "$build/bin/tilelink-bench" "$cmd" --mpi --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt"
 done
 PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"
+# Decode attention against PyTorch (SDPA per rank + lse + all_gather + combine), and on one GPU
+# for the strong-scaling reference.
+export TILELINK_LIBRARY="$build/lib/libtilelink_c.so"
+for ranks in 1 "$n"; do
+  PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --standalone --nproc-per-node "$ranks" \
+    "$root/bench/decode_attention.py" 2>&1 | tee "$logs/decode_attention_$ranks.txt"
+done
