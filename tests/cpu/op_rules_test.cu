@@ -157,29 +157,4 @@ TEST(OpRules, UnevenSharingTakesTheSharedGpuChoices) {
   EXPECT_EQ(tilelink::ops::default_reduce_sms(kThreeOnTwo, 1376), 66 / 7);
 }
 
-TEST(OpRules, AllgatherLlTakesOneBlockPer32KiBWithinTheRanksShare) {
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(132, 8), 1);
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(132, 32 << 10), 1);
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(132, (32 << 10) + 8), 2);
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(132, 1 << 20), 32);
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(132, 8 << 20), 32);
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(16, 1 << 20), 16);  // 8 ranks sharing an H200
-  EXPECT_EQ(tilelink::ops::allgather_ll_blocks(1, 1 << 20), 1);
-}
-
-TEST(OpRules, FlashDecodeFillsTheGpuWithChunksOfAtLeast256Tokens) {
-  // One H200 (132 SMs): 4 x 132 blocks over the (sequence, kv head) pairs.
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 1, 8, 1 << 20), 66);
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 16, 8, 16384), 5);
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 1, 12, 262144), 44);
-  // Short shards are not cut below 256 tokens; an empty one is one chunk.
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 1, 8, 1000), 4);
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 1, 8, 1), 1);
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 1, 8, 0), 1);
-  // More pairs than blocks wanted: one chunk each.
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(132, 64, 12, 65536), 1);
-  // A rank's share of a shared GPU.
-  EXPECT_EQ(tilelink::ops::flash_decode_splits(16, 1, 8, 1 << 20), 8);
-}
-
 }  // namespace

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "ops/common/op_call.hpp"
-#include "ops/common/rules.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "tilelink/ll/kernel_call.cuh"
 #include "tilelink/ll/signal.cuh"
@@ -17,6 +16,8 @@ namespace {
 
 constexpr const char* kOp = "allgather_ll";
 constexpr int kThreads = 512;
+constexpr int64_t kGranulesPerBlock = 4096;  // 8 per thread: one block per 32 KiB of a message
+constexpr int kMaxBlocks = 32;
 
 // Receive buffers: two (by epoch parity), each one slot per source rank of `cap` granules (16
 // bytes each). The layout follows the workspace's capacity, not the call's size, so a call never
@@ -101,7 +102,9 @@ void enqueue_allgather_ll(Context& ctx, const char* op, const AllgatherLlArgs& a
   }
   ensure_buffers(ctx, st, granules, stream);
   if (st.arrivals == nullptr) st.arrivals = ctx.signal_workspace("allgather_ll.arrivals", 1);
-  const int blocks = o.blocks > 0 ? o.blocks : ops::allgather_ll_blocks(ctx.sm_count(), a.bytes);
+  const int blocks = o.blocks > 0 ? o.blocks
+                                  : int(std::clamp<int64_t>((granules + kGranulesPerBlock - 1) / kGranulesPerBlock,
+                                                            1, std::min(kMaxBlocks, ctx.sm_count())));
   ctx.begin_op_in_kernel(op);
   ctx.trace("allgather_ll: checked, buffers ready");
   allgather_ll_kernel<<<blocks, kThreads, 0, stream>>>(ctx.team(), static_cast<const uint2*>(a.in),

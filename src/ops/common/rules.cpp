@@ -191,20 +191,6 @@ int default_reduce_sms(const Topology& topo, int64_t k) {
   return std::clamp(topo.sm_count / 7, 1, 20);
 }
 
-int allgather_ll_blocks(int sm_count, int64_t bytes) {
-  constexpr int64_t kBytesPerBlock = 32 << 10;
-  const int64_t most = std::max<int64_t>(1, std::min<int64_t>(32, sm_count));
-  return int(std::clamp<int64_t>((bytes + kBytesPerBlock - 1) / kBytesPerBlock, 1, most));
-}
-
-int flash_decode_splits(int sm_count, int64_t batch, int64_t kv_heads, int64_t kv_len) {
-  constexpr int64_t kMinChunk = 256;
-  const int64_t pairs = std::max<int64_t>(1, batch * kv_heads);
-  const int64_t want = std::max<int64_t>(1, (4 * int64_t(sm_count) + pairs - 1) / pairs);
-  const int64_t most = std::max<int64_t>(1, (kv_len + kMinChunk - 1) / kMinChunk);
-  return int(std::min(want, most));
-}
-
 }  // namespace ops
 
 }  // namespace tilelink

@@ -23,14 +23,4 @@ bool ag_gemm_split_decomposed(const Topology& topo, const AgGemmArgs& a);
 // NCCL's reduce-scatter.
 bool gemm_rs_split_decomposed(const Topology& topo, const GemmRsArgs& a);
 
-// allgather_ll's thread blocks for `bytes` per rank: one per 32 KiB of the message (4096 granules
-// of 8 bytes: 8 per thread of a 512-thread block), at least one, at most 32 and never more than
-// `sm_count` (the rank's share, so that ranks sharing a GPU are always co-resident).
-int allgather_ll_blocks(int sm_count, int64_t bytes);
-
-// flash_decode's chunks per (sequence, kv head) of this rank's shard: about four blocks per SM of
-// the rank's share over all (sequence, kv head) pairs, never chunks shorter than 256 tokens, at
-// least one (also for an empty shard).
-int flash_decode_splits(int sm_count, int64_t batch, int64_t kv_heads, int64_t kv_len);
-
 }  // namespace tilelink::ops

@@ -13,7 +13,6 @@
 
 #include "ops/allgather_ll/allgather_ll_call.hpp"
 #include "ops/common/op_call.hpp"
-#include "ops/common/rules.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "ops/flash_decode/decode_kernels.cuh"
 #include "ops/flash_decode/decode_mma.cuh"
@@ -22,6 +21,7 @@ namespace tilelink {
 namespace {
 
 constexpr const char* kOp = "flash_decode";
+constexpr int64_t kMinChunk = 256;  // tokens per chunk, at least: short shards are not over-split
 
 struct FlashDecodeState {
   explicit FlashDecodeState(Context&) {}
@@ -65,6 +65,15 @@ void launch_partial_t(const ops::decode::PartialParams& p, int d, int splits, in
   else launch_partial<T, 128>(p, splits, kv_heads, batch, s);
 }
 
+// Chunks per (sequence, kv head): about four blocks per SM of this rank's share, never chunks
+// shorter than kMinChunk tokens.
+int choose_splits(const Context& ctx, const FlashDecodeArgs& a) {
+  const int64_t blocks_per_split = a.batch * a.kv_heads;
+  const int64_t want = std::max<int64_t>(1, (4 * ctx.sm_count() + blocks_per_split - 1) / blocks_per_split);
+  const int64_t most = std::max<int64_t>(1, (a.kv_len + kMinChunk - 1) / kMinChunk);
+  return int(std::min(want, most));
+}
+
 void flash_decode_enqueue(Context& ctx, const FlashDecodeArgs& a, const FlashDecodeOptions& o, cudaStream_t stream) {
   validate(ctx, a, o);
   auto& st = ctx.op_state<FlashDecodeState>(kOp);
@@ -72,7 +81,7 @@ void flash_decode_enqueue(Context& ctx, const FlashDecodeArgs& a, const FlashDec
                      {{"batch", a.batch}, {"q_heads", a.q_heads}, {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim},
                       {"dtype", int64_t(a.dtype)}});
   const int64_t rows = a.batch * a.q_heads, d = a.head_dim;
-  const int splits = o.splits > 0 ? o.splits : ops::flash_decode_splits(ctx.sm_count(), a.batch, a.kv_heads, a.kv_len);
+  const int splits = o.splits > 0 ? o.splits : choose_splits(ctx, a);
   const int64_t chunk = (std::max<int64_t>(a.kv_len, 1) + splits - 1) / splits;
   // Workspace: the chunks' partials, then this rank's packed partial (output rows, then the lse
   // rows padded to an even count: the gather moves 8-byte granules), then the gathered partials.
