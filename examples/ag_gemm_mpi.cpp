@@ -15,17 +15,16 @@
 #include <vector>
 
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
+#include "example_inputs.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace {
 
+using example::check;
+
 // Values in [-1, 1) that differ between every (matrix, row, column).
 float input_value(int matrix, int64_t row, int64_t col) {
-  uint64_t x = (uint64_t(matrix) << 56) ^ (uint64_t(row) << 28) ^ uint64_t(col);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return float(x >> 40) / float(1 << 23) - 1.0f;
+  return example::hashed_value((uint64_t(matrix) << 56) ^ (uint64_t(row) << 28) ^ uint64_t(col));
 }
 
 std::vector<__nv_bfloat16> make_matrix(int matrix, int64_t row0, int64_t rows, int64_t cols) {
@@ -33,10 +32,6 @@ std::vector<__nv_bfloat16> make_matrix(int matrix, int64_t row0, int64_t rows, i
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) h[size_t(i * cols + j)] = __float2bfloat16(input_value(matrix, row0 + i, j));
   return h;
-}
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw tilelink::Error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 }  // namespace

@@ -16,25 +16,20 @@
 #include <vector>
 
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
+#include "example_inputs.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace {
+
+using example::check;
 
 constexpr int64_t kQHeads = 32, kKvHeads = 8, kDim = 128;
 
 // Values in [-1, 1) that differ between every (tensor, a, b, c).
 float input_value(int tensor, int64_t a, int64_t b, int64_t c) {
-  uint64_t x = (uint64_t(tensor) << 60) ^ (uint64_t(a) << 40) ^ (uint64_t(b) << 12) ^ uint64_t(c);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return float(x >> 40) / float(1 << 23) - 1.0f;
+  return example::hashed_value((uint64_t(tensor) << 60) ^ (uint64_t(a) << 40) ^ (uint64_t(b) << 12) ^ uint64_t(c));
 }
 float rounded(float v) { return __bfloat162float(__float2bfloat16(v)); }
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw tilelink::Error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 }  // namespace
 
