@@ -54,3 +54,22 @@ TEST(GemmHeuristic, SmallerSmBudgetStillFindsAConfig) {
 }
 
 }  // namespace
+
+#include "tilelink/gemm/grouped.hpp"
+
+namespace {
+
+TEST(GroupedGemmRule, ShortGroupsOrNarrowNTakeTheSmallTiles) {
+  using g::GroupedConfig;
+  // Average group of <= 128 rows (decode, many experts): 128-row tiles would be mostly padding.
+  EXPECT_EQ(g::choose_grouped_config(1024 * 4, 60, 1408, 2048), GroupedConfig::pp_64x128_c1x2);
+  EXPECT_EQ(g::choose_grouped_config(8192 * 8, 256 * 8, 512, 7168), GroupedConfig::pp_64x128_c1x2);
+  // Tall groups and wide N: the large cooperative tile.
+  EXPECT_EQ(g::choose_grouped_config(8192 * 2, 8, 28672, 4096), GroupedConfig::coop_128x256_c2x1);
+  // N of one 256-wide tile or less: the 128-wide tiles keep more CTAs busy.
+  EXPECT_EQ(g::choose_grouped_config(8192 * 2, 8, 256, 4096), GroupedConfig::pp_64x128_c1x2);
+  EXPECT_EQ(g::choose_grouped_config(0, 0, 256, 4096), GroupedConfig::pp_64x128_c1x2);
+  EXPECT_EQ(g::grouped_config_tile(GroupedConfig::coop_128x256_c2x1).tile_n, 256);
+}
+
+}  // namespace

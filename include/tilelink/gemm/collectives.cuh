@@ -54,8 +54,10 @@ struct notify_mode_of<Hooks, std::void_t<decltype(Hooks::kNotifyEagerly)>> {
   static constexpr NotifyMode value = Hooks::kNotifyEagerly ? NotifyMode::eager : NotifyMode::deferred;
 };
 
-CUTLASS_HOST_DEVICE TileCoord make_tile_coord(int m_blk, int n_blk, int tile_m, int tile_n, int M, int N) {
+CUTLASS_HOST_DEVICE TileCoord make_tile_coord(int m_blk, int n_blk, int tile_m, int tile_n, int M, int N,
+                                              int group = 0) {
   TileCoord t;
+  t.group = group;
   t.m_blk = m_blk;
   t.n_blk = n_blk;
   t.row0 = m_blk * tile_m;

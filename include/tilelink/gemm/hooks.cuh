@@ -30,10 +30,13 @@
 namespace tilelink::gemm {
 
 // One output tile as the engine sees it. Rows/cols are clipped to the problem (ragged edges).
+// The grouped engine (grouped.hpp) numbers tiles within their group: rows are the group's own
+// rows (row 0 = the group's first row); the dense engine has one group, group 0.
 struct TileCoord {
   int32_t m_blk, n_blk;  // CTA-tile indices
   int32_t row0, rows;    // rows of A / D covered: [row0, row0 + rows)
   int32_t col0, cols;    // columns of D (rows of B) covered
+  int32_t group = 0;     // the problem of a grouped GEMM the tile belongs to
 };
 
 struct NoHooks {
