@@ -155,3 +155,30 @@ TEST(TileOrder, LocalFirstRotationStartsOnOwnRows) {
 
 }  // namespace
 }  // namespace tilelink::tile
+
+namespace tilelink::tile {
+namespace {
+
+TEST(GroupChunkMapping, EveryGroupWaitsForExactlyItsChunksProducers) {
+  // ag_moe: groups (chunk, expert), blocks of the gather publish one slot per chunk each.
+  for (int experts : {1, 8, 60}) {
+    for (int producers : {1, 3, 16}) {
+      for (int chunks : {1, 2, 5, 8}) {
+        const GroupChunkMapping m{experts, producers, chunks};
+        ASSERT_EQ(m.num_tiles(), chunks * producers);
+        std::set<int> slots;
+        for (int c = 0; c < chunks; ++c)
+          for (int p = 0; p < producers; ++p) slots.insert(m.notify_slot(m.tile(c, p)));
+        ASSERT_EQ(int(slots.size()), m.num_tiles());  // no two producers share a slot
+        for (int g = 0; g < chunks * experts; ++g) {
+          const SlotRange r = m.wait_slots(g);
+          ASSERT_EQ(r.size(), producers);
+          for (int p = 0; p < producers; ++p) ASSERT_EQ(r.begin + p, m.notify_slot(m.tile(g / experts, p)));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tilelink::tile

@@ -6,6 +6,10 @@
 //                      visit this rank's rows first.
 //   TileNotifyHooks  — producer for a reduction: publish every stored output tile, visit the rows
 //                      the reduction needs first.
+//   GroupWaitHooks   — grouped GEMM consumer of a gather: a tile waits for the producers of the
+//                      chunk its group reads (GroupChunkMapping).
+//   GroupCountHooks  — grouped GEMM producer for a reduction: every stored tile counts itself done
+//                      in its chunk's counting signal (count_notify).
 #pragma once
 
 #include <cstdint>
@@ -84,6 +88,48 @@ struct TileNotifyHooks {
     }
     for (int32_t r = first; r <= last; ++r) peer_tile_notify(team, grid, signals, t, r);
   }
+#endif
+};
+
+struct GroupWaitHooks {
+  static constexpr bool kWaitsBeforeLoad = true;
+  static constexpr bool kNotifiesAfterStore = false;
+  static constexpr bool kReordersM = false;
+
+  ll::Team team;
+  GroupChunkMapping map;
+  const uint64_t* signals;  // local, map.num_tiles() slots; nullptr: nothing to wait for
+
+#if defined(__CUDACC__)
+  TL_DEVICE int order_m(int unit, int, int) const { return unit; }
+  TL_DEVICE void before_load(const gemm::TileCoord& c) const {
+    if (signals == nullptr) return;
+    if ((threadIdx.x & 31) == 0) {
+      // consumer_tile_wait, lowered with the lean wait (the producer warp runs on 40 registers).
+      const SlotRange deps = map.wait_slots(c.group);
+      const uint64_t epoch = ll::call_epoch(team);
+      for (int32_t s = deps.begin; s < deps.end; ++s)
+        ll::signal_wait_local_lean(team, signals, s, epoch, s, ll::LeanSite("consumer_tile_wait"));
+    }
+    __syncwarp();
+    ll::fence_proxy_async_global();
+  }
+  TL_DEVICE void after_store(const gemm::TileCoord&) const {}
+#endif
+};
+
+struct GroupCountHooks {
+  static constexpr bool kWaitsBeforeLoad = false;
+  static constexpr bool kNotifiesAfterStore = true;
+  static constexpr bool kReordersM = false;
+
+  uint64_t* counters;        // local, one counting signal per chunk (armed for this call)
+  int32_t groups_per_chunk;  // groups [c * groups_per_chunk, (c + 1) * groups_per_chunk) form chunk c
+
+#if defined(__CUDACC__)
+  TL_DEVICE int order_m(int unit, int, int) const { return unit; }
+  TL_DEVICE void before_load(const gemm::TileCoord&) const {}
+  TL_DEVICE void after_store(const gemm::TileCoord& c) const { count_notify(counters + c.group / groups_per_chunk); }
 #endif
 };
 

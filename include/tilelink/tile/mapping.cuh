@@ -121,6 +121,38 @@ struct TileGridMapping {
   TL_HOST_DEVICE SlotRange wait_slots(int32_t t) const { return {t, t + 1}; }
 };
 
+// The problems of a grouped GEMM fed chunk by chunk: groups [c*groups_per_chunk,
+// (c+1)*groups_per_chunk) read only rows of chunk c, which `producers_per_chunk` producers fill,
+// each publishing its own slot (tile id = chunk * producers_per_chunk + producer). A tile of group
+// g depends on its chunk's producers' slots.
+struct GroupChunkMapping {
+  int32_t groups_per_chunk = 1;
+  int32_t producers_per_chunk = 1;
+  int32_t chunks = 0;
+
+  TL_HOST_DEVICE int32_t num_tiles() const { return chunks * producers_per_chunk; }
+  TL_HOST_DEVICE int32_t tile(int32_t chunk, int32_t producer) const {
+    return chunk * producers_per_chunk + producer;
+  }
+  TL_HOST_DEVICE int32_t notify_slot(int32_t t) const { return t; }
+  TL_HOST_DEVICE int32_t owner(int32_t) const { return 0; }  // consumed where produced
+  TL_HOST_DEVICE int32_t chunk_of_group(int32_t g) const { return g / groups_per_chunk; }
+  TL_HOST_DEVICE SlotRange wait_slots(int32_t group) const {
+    const int32_t c = chunk_of_group(group);
+    return {c * producers_per_chunk, (c + 1) * producers_per_chunk};
+  }
+};
+
+// Tiles that are their own slots: work split into `tiles` parts (e.g. a block's share of rows),
+// each published once per call; the consumer sits wherever the producer sends it.
+struct SlotPerTile {
+  int32_t tiles = 0;
+  TL_HOST_DEVICE int32_t num_tiles() const { return tiles; }
+  TL_HOST_DEVICE int32_t notify_slot(int32_t t) const { return t; }
+  TL_HOST_DEVICE int32_t owner(int32_t) const { return 0; }
+  TL_HOST_DEVICE SlotRange wait_slots(int32_t t) const { return {t, t + 1}; }
+};
+
 // ---- dynamic mapping ------------------------------------------------------------------------
 
 // Lookup tables in device memory: tile t is consumed on owner[t], published in slot[t], and
@@ -141,5 +173,7 @@ struct TableMapping {
 static_assert(ProducerMapping<RowChunkMapping> && ConsumerMapping<RowChunkMapping, RowRange>);
 static_assert(ProducerMapping<TileGridMapping> && ConsumerMapping<TileGridMapping, int32_t>);
 static_assert(ProducerMapping<TableMapping> && ConsumerMapping<TableMapping, int32_t>);
+static_assert(ProducerMapping<GroupChunkMapping> && ConsumerMapping<GroupChunkMapping, int32_t>);
+static_assert(ProducerMapping<SlotPerTile> && ConsumerMapping<SlotPerTile, int32_t>);
 
 }  // namespace tilelink::tile

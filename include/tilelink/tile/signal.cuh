@@ -6,6 +6,7 @@
 //   peer_tile_wait(team, map, peer_signals, tile, src)        wait until rank src told me
 //   rank_notify(team, rank_signals, dst)                      coarse: my whole part is ready
 //   rank_wait(team, rank_signals, src[, value])               coarse wait on rank src
+//   count_arm / count_notify / count_wait                     "n producers of this call are done"
 //
 // Lowering: a Mapping turns the tile id into slot numbers and ranks (mapping.cuh); signals are
 // epoch flags (ll/signal.cuh): notify raises the slot to the call's epoch (ll::call_epoch) with
@@ -100,6 +101,22 @@ TL_DEVICE void rank_wait(const ll::Team& team, const uint64_t* rank_signals, int
   rank_wait(team, rank_signals, src, ll::call_epoch(team));
 }
 
+// ---- counting signals -----------------------------------------------------------------------
+// For producers whose number only the device knows (the tiles of a grouped GEMM over a routing
+// built on the device): a local slot armed in stream order before the call's producers run,
+// raised by one per finished producer, awaited until it reaches armed + expected. The call's epoch
+// sits in the high half of the armed value, so a count an earlier (even aborted) call left behind
+// never satisfies a later wait.
+TL_DEVICE uint64_t count_base(const ll::Team& team) { return ll::call_epoch(team) << 32; }
+// One thread, in stream order before every producer and consumer of the slot in this call.
+TL_DEVICE void count_arm(const ll::Team& team, uint64_t* slot) { ll::st_relaxed_gpu(slot, count_base(team)); }
+// One thread, after its producer's writes (release, gpu scope: the consumer is on this GPU).
+TL_DEVICE void count_notify(uint64_t* slot) { ll::red_add_release_gpu(slot, 1); }
+TL_DEVICE void count_wait(const ll::Team& team, const uint64_t* slot, uint32_t expected, int32_t site_tile) {
+  ll::signal_wait_until<ll::Scope::gpu>(team, slot, ll::Cmp::ge, count_base(team) + expected,
+                                        ll::WaitSite{site_tile, "count_wait"});
+}
+
 // ---- whole-block variants ------------------------------------------------------------------
 // Every thread's writes of the tile happen before the barrier; thread 0's release is cumulative
 // over what the barrier made visible to it, so one store publishes the whole block's work.
@@ -128,6 +145,11 @@ TL_DEVICE void peer_tile_notify_block(const ll::Team& team, const Mapping& map,
     ll::fence_acq_rel_sys();
     peer_tile_notify(team, map, peer_signals, tile, dst);
   }
+}
+
+TL_DEVICE void rank_wait_block(const ll::Team& team, const uint64_t* rank_signals, int32_t src) {
+  if (threadIdx.x == 0) rank_wait(team, rank_signals, src);
+  __syncthreads();
 }
 
 template <class Mapping>

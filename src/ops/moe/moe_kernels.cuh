@@ -1,0 +1,77 @@
+// src/ops/moe/moe_kernels.cuh — the data movement of the mixture-of-experts ops on SMs.
+//
+//   moe_gather_kernel   tokens into expert-sorted rows, chunk by chunk (chunk c = the tokens of
+//                       rank (me + c) % world, read from its symmetric staging buffer once it said
+//                       they are there); each block publishes its share of a chunk in its own
+//                       slot, which the grouped GEMM's tiles of that chunk wait for.
+//   moe_unsort_kernel   expert-sorted output rows back to token order (t * topk + j); rows of
+//                       invalid expert ids become NaN.
+// Both ops include it; the kernels are static (each translation unit launches its own copy).
+#pragma once
+
+#include <cstdint>
+
+#include "tilelink/tile.cuh"
+
+namespace tilelink::ops {
+
+inline constexpr int kMoeThreads = 512;
+
+struct MoeGatherParams {
+  ll::Team team;
+  tile::GroupChunkMapping map;  // chunks = world, groups_per_chunk = experts, producers = blocks
+  const char* source;           // symmetric [tokens_per_rank, hidden] staging (or, with from_self,
+                                // a local [world * tokens_per_rank, hidden] tensor read by token)
+  char* sorted;                 // [entries, hidden]
+  const int32_t* sorted_entry;
+  const int32_t* group_end;
+  int32_t topk;
+  int64_t tokens_per_rank;
+  int64_t row_bytes;
+  uint64_t* chunk_slots;  // local, map.num_tiles(); nullptr: nobody waits (the GEMM follows in stream order)
+  const uint64_t* ready;  // one slot per rank: its staging holds this call's tokens
+  bool from_self;         // every token is local (one rank, or gathered before): no waits
+};
+
+#if defined(__CUDACC__)
+static __global__ void __launch_bounds__(kMoeThreads) moe_gather_kernel(const MoeGatherParams p) {
+  const int32_t world = p.team.num_ranks, me = p.team.rank, experts = p.map.groups_per_chunk;
+  for (int32_t c = 0; c < p.map.chunks; ++c) {
+    const int32_t src = (me + c) % world;
+    const int32_t from = p.from_self ? me : src;
+    if (!p.from_self && src != me) tile::rank_wait_block(p.team, p.ready, src);
+    const int32_t begin = c == 0 ? 0 : p.group_end[c * experts - 1];
+    const int32_t end = p.group_end[c * experts + experts - 1];
+    const int64_t rows = end - begin;
+    const int32_t lo = begin + int32_t(rows * blockIdx.x / gridDim.x);
+    const int32_t hi = begin + int32_t(rows * (blockIdx.x + 1) / gridDim.x);
+    const int64_t first_token = p.from_self ? 0 : int64_t(src) * p.tokens_per_rank;
+    tile::tile_gather_rows_block(
+        p.team, p.sorted, p.source, p.row_bytes, lo, hi,
+        [&](int32_t i) { return int64_t(p.sorted_entry[i] / p.topk) - first_token; }, from);
+    if (p.chunk_slots != nullptr)
+      tile::producer_tile_notify_block<tile::Notify::local>(p.team, p.map, p.chunk_slots, p.map.tile(c, blockIdx.x));
+  }
+}
+
+// One warp per output row, 16-byte vectors (row_bytes is a multiple of 16).
+static __global__ void __launch_bounds__(256) moe_unsort_kernel(char* out, const char* sorted, const int32_t* entry_row,
+                                                         int64_t entries, int64_t row_bytes) {
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
+  for (int64_t i = warp; i < entries; i += warps) {
+    const int32_t r = entry_row[i];
+    uint4* dst = reinterpret_cast<uint4*>(out + i * row_bytes);
+    if (r < 0) {
+      const uint4 nan{0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u};  // NaN in bf16 and fp16 alike
+      for (int64_t v = lane; v < row_bytes / 16; v += 32) dst[v] = nan;
+    } else {
+      const uint4* src = reinterpret_cast<const uint4*>(sorted + int64_t(r) * row_bytes);
+      for (int64_t v = lane; v < row_bytes / 16; v += 32) dst[v] = src[v];
+    }
+  }
+}
+#endif
+
+}  // namespace tilelink::ops
