@@ -62,7 +62,7 @@ if [ "$tests" = 1 ]; then
   echo "gpu_check: tests $([ $rc -eq 0 ] && echo passed || echo FAILED) (logs in $logs)"
 fi
 if [ "$bench" = 1 ]; then
-  for cmd in primitives gemm ag_gemm gemm_rs gemm_ar allgather_ll flash_decode; do
+  for cmd in primitives gemm ag_gemm gemm_rs gemm_ar allgather_ll flash_decode ag_moe moe_rs; do
     echo "== tilelink-bench $cmd"
     "$build/bin/tilelink-bench" "$cmd" --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt" ||
       echo "tilelink-bench $cmd failed (exit ${PIPESTATUS[0]})"

@@ -25,7 +25,7 @@ for t in ll_mpi_test ops_mpi_test; do
   echo "== mpirun -np $n $t"
   timeout 300 "${mpi[@]}" "$build/bin/$t" --gtest_color=no 2>&1 | tee "$logs/$t.log" | grep -E "PASSED|FAILED|Failure"
 done
-for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode; do
+for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode ag_moe moe_rs; do
   echo "== mpirun -np $n tilelink-bench $cmd --mpi"
   "${mpi[@]}" "$build/bin/tilelink-bench" "$cmd" --mpi --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt"
 done
@@ -36,4 +36,6 @@ export TILELINK_LIBRARY="$build/lib/libtilelink_c.so"
 for ranks in 1 "$n"; do
   PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --standalone --nproc-per-node "$ranks" \
     "$root/bench/decode_attention.py" 2>&1 | tee "$logs/decode_attention_$ranks.txt"
+  PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --standalone --nproc-per-node "$ranks" \
+    "$root/bench/moe.py" 2>&1 | tee "$logs/moe_$ranks.txt"
 done

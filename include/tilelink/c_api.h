@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TILELINK_C_API_VERSION 2
+#define TILELINK_C_API_VERSION 3
 
 enum { TL_OK = 0, TL_ERROR = 1 };
 enum { TL_BF16 = 0, TL_FP16 = 1 };                                  /* element types */
@@ -91,6 +91,26 @@ int tl_allgather_ll(tl_world* world, const void* in, void* out, int64_t bytes, v
  * head_dim] on every rank; head_dim 64 or 128; scale 0: 1/sqrt(head_dim). */
 int tl_flash_decode(tl_world* world, int dtype, const void* q, const void* k, const void* v, void* out, int64_t batch,
                     int64_t q_heads, int64_t kv_heads, int64_t head_dim, int64_t kv_len, float scale, void* stream);
+/* Mixture of experts, first GEMM: y[t*topk + j] = x_gathered[t] . w[topk_ids[t, j]]^T for the
+ * world * m_per_rank gathered tokens; x[m_per_rank, hidden] this rank's tokens, topk_ids
+ * [world * m_per_rank, topk] int32 (the same on every rank), w[num_experts, n, hidden] this rank's
+ * slice, y[world * m_per_rank * topk, n]. sorted_rows (optional, int32 [M * topk]): y then holds
+ * the expert-sorted rows and sorted_rows[t*topk + j] the row of entry (t, j). */
+int tl_ag_moe(tl_world* world, int dtype, const void* x, const int32_t* topk_ids, const void* w, void* y,
+              int64_t m_per_rank, int64_t hidden, int64_t n, int32_t num_experts, int32_t topk, int32_t* sorted_rows,
+              int path, void* stream);
+/* Mixture of experts, second GEMM: out[tokens / world, hidden] = this rank's tokens' rows of the sum
+ * over ranks of sum_j topk_weights[t, j] * h[t*topk + j] . w[topk_ids[t, j]]^T; h[tokens * topk,
+ * k_shard], w[num_experts, hidden, k_shard], topk_ids int32 and topk_weights float [tokens, topk]
+ * (the same on every rank). */
+int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids, const float* topk_weights,
+              const void* w, void* out, int64_t tokens, int64_t hidden, int64_t k_shard, int32_t num_experts,
+              int32_t topk, int path, void* stream);
+/* The grouped GEMM alone (no world): for each group g, rows [group_end[g-1], group_end[g]) of
+ * a[max_rows, k] times b[g][n, k]^T into the same rows of d[max_rows, n]; group_end on the device
+ * (what torch._grouped_mm calls offs). */
+int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n, int64_t k, int32_t num_groups,
+                    const int32_t* group_end, int64_t max_rows, void* stream);
 
 #ifdef __cplusplus
 }

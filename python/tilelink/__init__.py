@@ -23,7 +23,8 @@ from torch import Tensor
 from . import _ops
 from ._world import World, default_world, empty, init, zeros
 
-__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "default_world"]
+__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "ag_moe", "moe_rs", "grouped_mm",
+           "default_world"]
 __version__ = "0.1.0"
 
 
@@ -81,3 +82,47 @@ def flash_decode(q: Tensor, k: Tensor, v: Tensor, *, scale: float | None = None,
     """
     world = world or default_world()
     return _ops.flash_decode_op(q, k, v, 0.0 if scale is None else float(scale), world.id, world.size)
+
+
+def ag_moe(x: Tensor, topk_ids: Tensor, w: Tensor, *, world: World | None = None, path: str = "auto",
+           sorted_layout: bool = False):
+    """AllGather + grouped GEMM: the first GEMM of a tensor-parallel mixture-of-experts layer.
+
+    x: [m_per_rank, hidden], this rank's tokens. topk_ids: int32 [world.size * m_per_rank, topk],
+    the experts of every gathered token (the same on every rank). w: [experts, n, hidden], this
+    rank's slice of every expert's weight (n = intermediate / world, x2 for fused gate+up).
+    Returns y [world.size * m_per_rank * topk, n] with row ``t * topk + j`` = gathered
+    ``x[t] @ w[topk_ids[t, j]].T``. With ``sorted_layout=True`` returns ``(y, rows)``: y in the
+    expert-sorted order the grouped GEMM computes in, and rows[t * topk + j] the row holding entry
+    (t, j). An expert id out of range gives a NaN row, and the next ag_moe call on the world raises
+    a RuntimeError that says how many there were.
+    """
+    world = world or default_world()
+    y, rows = _ops.ag_moe_op(x, topk_ids, w, world.id, world.size, _ops.path_code("ag_moe", path), sorted_layout)
+    return (y, rows) if sorted_layout else y
+
+
+def moe_rs(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, *, world: World | None = None,
+           path: str = "auto") -> Tensor:
+    """Grouped GEMM + top-k weighted sum + reduce-scatter: the second GEMM of a tensor-parallel
+    mixture-of-experts layer.
+
+    h: [tokens * topk, k_shard], this rank's slice of the activated intermediate of every (token,
+    expert) pair in token order (row ``t * topk + j``; what ag_moe returns, after the activation).
+    topk_ids (int32) and topk_weights (float32): [tokens, topk], the same on every rank. w:
+    [experts, hidden, k_shard], this rank's slice of every expert's down projection. Returns this
+    rank's ``tokens / world.size`` rows of ``sum over ranks and j of topk_weights[t, j] *
+    h[t * topk + j] @ w[topk_ids[t, j]].T``.
+    """
+    world = world or default_world()
+    return _ops.moe_rs_op(h, topk_ids, topk_weights, w, world.id, world.size, _ops.path_code("moe_rs", path))
+
+
+def grouped_mm(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:
+    """Grouped GEMM over row segments: rows [offs[g-1], offs[g]) of a[rows, k] times b[g][n, k].T.
+
+    The layout of ``torch._grouped_mm(a, b.transpose(-2, -1), offs=offs)``, computed by tilelink's
+    grouped engine (CUTLASS's pointer-array kernel); offs (int32, on the device) is read by the
+    device only. No world needed.
+    """
+    return _ops.grouped_mm_op(a, b, offs)

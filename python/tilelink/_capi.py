@@ -12,7 +12,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 2
+API_VERSION = 3
 
 BF16, FP16 = 0, 1
 PATHS = {"auto": 0, "fused": 1, "decomposed": 2}
@@ -62,9 +62,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_gemm_ar.argtypes = [p, i, p, p, p, i64, i64, i64, i, p]
     lib.tl_allgather_ll.argtypes = [p, p, p, i64, p]
     lib.tl_flash_decode.argtypes = [p, i, p, p, p, p, i64, i64, i64, i64, i64, ctypes.c_float, p]
+    i32 = ctypes.c_int32
+    lib.tl_ag_moe.argtypes = [p, i, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
+    lib.tl_moe_rs.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i32, i32, i, p]
+    lib.tl_grouped_gemm.argtypes = [i, p, p, p, i64, i64, i32, p, i64, p]
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
                  "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll",
-                 "tl_flash_decode"):
+                 "tl_flash_decode", "tl_ag_moe", "tl_moe_rs", "tl_grouped_gemm"):
         getattr(lib, name).restype = i
 
 

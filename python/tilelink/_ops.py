@@ -252,3 +252,142 @@ def path_code(op: str, path: str) -> int:
     if path not in _capi.PATHS:
         raise ValueError(f"tilelink.{op}: path must be one of {sorted(_capi.PATHS)} (got {path!r})")
     return _capi.PATHS[path]
+
+
+# ---- mixture of experts ---------------------------------------------------------------------------
+def _ag_moe_check(x: Tensor, topk_ids: Tensor, w: Tensor, world_size: int) -> tuple[int, int, int, int, int]:
+    """Checks one rank's ag_moe call; returns (m_per_rank, hidden, n, experts, topk)."""
+    op = "tilelink.ag_moe"
+    if x.dtype not in _SUPPORTED or w.dtype != x.dtype:
+        raise ValueError(f"{op}: x and w must both be bfloat16 or both float16 (got {x.dtype} and {w.dtype})")
+    if topk_ids.dtype != torch.int32:
+        raise ValueError(f"{op}: topk_ids must be int32 (got {topk_ids.dtype})")
+    if x.dim() != 2 or w.dim() != 3 or topk_ids.dim() != 2:
+        raise ValueError(f"{op}: x must be [m_per_rank, hidden], topk_ids [world * m_per_rank, topk] and w "
+                         f"[experts, n, hidden] (got {tuple(x.shape)}, {tuple(topk_ids.shape)}, {tuple(w.shape)})")
+    (m, h), (e, n, hw), (tokens, k) = x.shape, w.shape, topk_ids.shape
+    if hw != h:
+        raise ValueError(f"{op}: w's last dimension ({hw}) must be x's hidden size ({h})")
+    if tokens != world_size * m:
+        raise ValueError(f"{op}: topk_ids has {tokens} rows; it must route all world * m_per_rank = "
+                         f"{world_size * m} gathered tokens")
+    if m < 1 or e < 1 or k < 1 or k > e:
+        raise ValueError(f"{op}: need m_per_rank >= 1 and 1 <= topk <= experts (got {m}, topk {k}, experts {e})")
+    if h % 8 or n % 8:
+        raise ValueError(f"{op}: hidden={h} and n={n} must be multiples of 8 (16-byte rows)")
+    if not (x.is_contiguous() and w.is_contiguous() and topk_ids.is_contiguous()):
+        raise ValueError(f"{op}: x, topk_ids and w must be contiguous (call .contiguous())")
+    if x.device.type not in _DEVICE_TYPES or w.device != x.device or topk_ids.device != x.device:
+        raise ValueError(f"{op}: x, topk_ids and w must be on this rank's CUDA device")
+    return m, h, n, e, k
+
+
+@torch.library.custom_op("tilelink::ag_moe", mutates_args=())
+def ag_moe_op(x: Tensor, topk_ids: Tensor, w: Tensor, world_id: int, world_size: int, path: int,
+              sorted_layout: bool) -> tuple[Tensor, Tensor]:
+    m, h, n, e, k = _ag_moe_check(x, topk_ids, w, world_size)
+    world = world_by_id(world_id)
+    if x.device != world.device:
+        raise ValueError(f"tilelink.ag_moe: x is on {x.device}, but this rank of the world runs on {world.device}")
+    entries = world_size * m * k
+    y = torch.empty((entries, n), dtype=x.dtype, device=x.device)
+    rows = torch.empty((entries if sorted_layout else 0,), dtype=torch.int32, device=x.device)
+    stream = ctypes.c_void_p(torch.cuda.current_stream(x.device).cuda_stream)
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    world._call("tl_ag_moe", dtype_code(x.dtype), ptr(x), ptr(topk_ids), ptr(w), ptr(y), m, h, n, e, k,
+                ptr(rows) if sorted_layout else None, path, stream)
+    return y, rows
+
+
+@ag_moe_op.register_fake
+def _(x: Tensor, topk_ids: Tensor, w: Tensor, world_id: int, world_size: int, path: int,
+      sorted_layout: bool) -> tuple[Tensor, Tensor]:
+    m, _h, n, _e, k = _ag_moe_check(x, topk_ids, w, world_size)
+    entries = world_size * m * k
+    return x.new_empty((entries, n)), topk_ids.new_empty((entries if sorted_layout else 0,))
+
+
+def _moe_rs_check(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor,
+                  world_size: int) -> tuple[int, int, int, int, int]:
+    """Checks one rank's moe_rs call; returns (tokens, hidden, k_shard, experts, topk)."""
+    op = "tilelink.moe_rs"
+    if h.dtype not in _SUPPORTED or w.dtype != h.dtype:
+        raise ValueError(f"{op}: h and w must both be bfloat16 or both float16 (got {h.dtype} and {w.dtype})")
+    if topk_ids.dtype != torch.int32 or topk_weights.dtype != torch.float32:
+        raise ValueError(f"{op}: topk_ids must be int32 and topk_weights float32 (got {topk_ids.dtype}, "
+                         f"{topk_weights.dtype})")
+    if h.dim() != 2 or w.dim() != 3 or topk_ids.dim() != 2 or topk_weights.shape != topk_ids.shape:
+        raise ValueError(f"{op}: h must be [tokens * topk, k_shard], w [experts, hidden, k_shard], topk_ids and "
+                         f"topk_weights [tokens, topk] (got {tuple(h.shape)}, {tuple(w.shape)}, "
+                         f"{tuple(topk_ids.shape)}, {tuple(topk_weights.shape)})")
+    (rows, ks), (e, hidden, kw), (tokens, k) = h.shape, w.shape, topk_ids.shape
+    if kw != ks or rows != tokens * k:
+        raise ValueError(f"{op}: h must be [tokens * topk = {tokens * k}, k_shard = {kw}] (got {tuple(h.shape)})")
+    if tokens < 1 or tokens % world_size:
+        raise ValueError(f"{op}: tokens={tokens} must be a positive multiple of the world size {world_size}")
+    if k < 1 or k > e:
+        raise ValueError(f"{op}: need 1 <= topk <= experts (got topk {k}, experts {e})")
+    if hidden % 8 or ks % 8:
+        raise ValueError(f"{op}: hidden={hidden} and k_shard={ks} must be multiples of 8 (16-byte rows)")
+    if not all(t.is_contiguous() for t in (h, w, topk_ids, topk_weights)):
+        raise ValueError(f"{op}: h, topk_ids, topk_weights and w must be contiguous (call .contiguous())")
+    if h.device.type not in _DEVICE_TYPES or any(t.device != h.device for t in (w, topk_ids, topk_weights)):
+        raise ValueError(f"{op}: h, topk_ids, topk_weights and w must be on this rank's CUDA device")
+    return tokens, hidden, ks, e, k
+
+
+@torch.library.custom_op("tilelink::moe_rs", mutates_args=())
+def moe_rs_op(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, world_id: int, world_size: int,
+              path: int) -> Tensor:
+    tokens, hidden, ks, e, k = _moe_rs_check(h, topk_ids, topk_weights, w, world_size)
+    world = world_by_id(world_id)
+    if h.device != world.device:
+        raise ValueError(f"tilelink.moe_rs: h is on {h.device}, but this rank of the world runs on {world.device}")
+    out = torch.empty((tokens // world_size, hidden), dtype=h.dtype, device=h.device)
+    stream = ctypes.c_void_p(torch.cuda.current_stream(h.device).cuda_stream)
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    world._call("tl_moe_rs", dtype_code(h.dtype), ptr(h), ptr(topk_ids), ptr(topk_weights), ptr(w), ptr(out), tokens,
+                hidden, ks, e, k, path, stream)
+    return out
+
+
+@moe_rs_op.register_fake
+def _(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, world_id: int, world_size: int,
+      path: int) -> Tensor:
+    tokens, hidden, _ks, _e, _k = _moe_rs_check(h, topk_ids, topk_weights, w, world_size)
+    return h.new_empty((tokens // world_size, hidden))
+
+
+def _grouped_mm_check(a: Tensor, b: Tensor, offs: Tensor) -> None:
+    op = "tilelink.grouped_mm"
+    if a.dtype not in _SUPPORTED or b.dtype != a.dtype:
+        raise ValueError(f"{op}: a and b must both be bfloat16 or both float16 (got {a.dtype} and {b.dtype})")
+    if a.dim() != 2 or b.dim() != 3 or offs.dim() != 1 or offs.dtype != torch.int32:
+        raise ValueError(f"{op}: a must be [rows, k], b [groups, n, k] and offs int32 [groups] (got "
+                         f"{tuple(a.shape)}, {tuple(b.shape)}, {tuple(offs.shape)} {offs.dtype})")
+    if b.shape[2] != a.shape[1] or offs.shape[0] != b.shape[0]:
+        raise ValueError(f"{op}: b must be [groups = len(offs), n, k = a.shape[1]] (got a {tuple(a.shape)}, "
+                         f"b {tuple(b.shape)}, offs {tuple(offs.shape)})")
+    if a.shape[1] % 8 or b.shape[1] % 8:
+        raise ValueError(f"{op}: k and n must be multiples of 8 (16-byte rows)")
+    if not (a.is_contiguous() and b.is_contiguous() and offs.is_contiguous()):
+        raise ValueError(f"{op}: a, b and offs must be contiguous")
+    if a.device.type not in _DEVICE_TYPES or b.device != a.device or offs.device != a.device:
+        raise ValueError(f"{op}: a, b and offs must be on one CUDA device")
+
+
+@torch.library.custom_op("tilelink::grouped_mm", mutates_args=())
+def grouped_mm_op(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:
+    _grouped_mm_check(a, b, offs)
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    stream = ctypes.c_void_p(torch.cuda.current_stream(a.device).cuda_stream)
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    _capi.check(_capi.lib().tl_grouped_gemm(dtype_code(a.dtype), ptr(a), ptr(b), ptr(out), b.shape[1], a.shape[1],
+                                            b.shape[0], ptr(offs), a.shape[0], stream))
+    return out
+
+
+@grouped_mm_op.register_fake
+def _(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:
+    _grouped_mm_check(a, b, offs)
+    return a.new_empty((a.shape[0], b.shape[1]))

@@ -3,6 +3,9 @@
 #include "tilelink/c_api.h"
 
 #include <exception>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <memory>
 #include <new>
 #include <string>
@@ -10,6 +13,9 @@
 #include "tilelink/ops/ag_gemm/ag_gemm.hpp"
 #include "tilelink/ops/allgather_ll/allgather_ll.hpp"
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
+#include "tilelink/ops/moe/ag_moe.hpp"
+#include "tilelink/ops/moe/moe_rs.hpp"
+#include "tilelink/gemm/grouped.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/runtime/error.hpp"
@@ -85,6 +91,24 @@ struct tl_world {
 };
 
 namespace {
+
+// The grouped GEMM's argument workspace, one per device, grown on demand (cudaFree of the
+// smaller one waits for the work that used it).
+template <class Body>
+void grouped_workspace(int device, size_t bytes, Body&& body) {
+  static std::mutex mu;
+  static std::map<int, std::pair<void*, size_t>> buffers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [ptr, size] = buffers[device];
+  if (size < bytes) {
+    if (ptr) TL_CUDA_CHECK(cudaFree(ptr));
+    ptr = nullptr;
+    size = 0;
+    TL_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+    size = bytes;
+  }
+  body(ptr, size);
+}
 
 tilelink::Context& context_of(tl_world* w) {
   TL_REQUIRE(w != nullptr && w->world != nullptr, "tilelink: the world is NULL or destroyed");
@@ -200,6 +224,39 @@ int tl_flash_decode(tl_world* world, int dtype, const void* q, const void* k, co
     o.stream = static_cast<cudaStream_t>(stream);
     tilelink::flash_decode(context_of(world),
                            {dtype_of(dtype), q, k, v, out, batch, q_heads, kv_heads, head_dim, kv_len, scale}, o);
+  });
+}
+
+int tl_ag_moe(tl_world* world, int dtype, const void* x, const int32_t* topk_ids, const void* w, void* y,
+              int64_t m_per_rank, int64_t hidden, int64_t n, int32_t num_experts, int32_t topk, int32_t* sorted_rows,
+              int path, void* stream) {
+  return guarded([&] {
+    tilelink::AgMoeArgs a{dtype_of(dtype), x, topk_ids, w, y, m_per_rank, hidden, n, num_experts, topk};
+    a.sorted_rows = sorted_rows;
+    tilelink::ag_moe(context_of(world), a, op_options<tilelink::AgMoeOptions>(path, stream));
+  });
+}
+
+int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids, const float* topk_weights,
+              const void* w, void* out, int64_t tokens, int64_t hidden, int64_t k_shard, int32_t num_experts,
+              int32_t topk, int path, void* stream) {
+  return guarded([&] {
+    tilelink::moe_rs(context_of(world),
+                     {dtype_of(dtype), h, topk_ids, topk_weights, w, out, tokens, hidden, k_shard, num_experts, topk},
+                     op_options<tilelink::MoeRsOptions>(path, stream));
+  });
+}
+
+int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n, int64_t k, int32_t num_groups,
+                    const int32_t* group_end, int64_t max_rows, void* stream) {
+  return guarded([&] {
+    namespace g = tilelink::gemm;
+    const g::GroupedGemmArgs args{dtype_of(dtype), a, b, d, n, k, num_groups, group_end, nullptr, num_groups, max_rows};
+    const g::GroupedConfig cfg = g::choose_grouped_config(max_rows, num_groups, n, k);
+    int device = 0;
+    TL_CUDA_CHECK(cudaGetDevice(&device));
+    grouped_workspace(device, g::grouped_gemm_workspace_bytes(cfg, num_groups, 0),
+                      [&](void* ws, size_t bytes) { g::grouped_gemm(args, cfg, 0, ws, bytes, static_cast<cudaStream_t>(stream)); });
   });
 }
 

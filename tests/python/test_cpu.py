@@ -77,6 +77,55 @@ def test_flash_decode_bad_input_raises_value_error(q, k, message):
         torch.ops.tilelink.flash_decode(q, k, k, 0.0, 1, 2)
 
 
+@pytest.mark.parametrize("world_size", [1, 3, 8])
+def test_ag_moe_fake_shapes(world_size):
+    with FakeTensorMode():
+        x = torch.empty(5, 64, dtype=BF16, device="cuda")
+        ids = torch.empty(5 * world_size, 2, dtype=torch.int32, device="cuda")
+        w = torch.empty(8, 24, 64, dtype=BF16, device="cuda")
+        y, rows = torch.ops.tilelink.ag_moe(x, ids, w, 1, world_size, 0, False)
+        ys, rows_s = torch.ops.tilelink.ag_moe(x, ids, w, 1, world_size, 0, True)
+        g = torch.ops.tilelink.grouped_mm(torch.empty(100, 64, dtype=BF16, device="cuda"), w,
+                                          torch.empty(8, dtype=torch.int32, device="cuda"))
+    assert y.shape == (5 * world_size * 2, 24) and y.dtype == BF16 and rows.shape == (0,)
+    assert ys.shape == y.shape and rows_s.shape == (5 * world_size * 2,) and rows_s.dtype == torch.int32
+    assert g.shape == (100, 24)
+
+
+@pytest.mark.parametrize("x, ids, w, message", [
+    (meta(5, 64), meta(10, 2, dtype=torch.int64), meta(8, 24, 64), "int32"),
+    (meta(5, 64), meta(10, 9, dtype=torch.int32), meta(8, 24, 64), "topk <= experts"),
+    (meta(5, 64), meta(11, 2, dtype=torch.int32), meta(8, 24, 64), "gathered tokens"),
+    (meta(5, 60), meta(10, 2, dtype=torch.int32), meta(8, 24, 60), "multiples of 8"),
+    (meta(5, 64), meta(10, 2, dtype=torch.int32), meta(8, 24, 32), "hidden size"),
+    (meta(5, 64), meta(10, 2, dtype=torch.int32), meta(8, 24, 64, dtype=FP16), "must both be bfloat16"),
+])
+def test_ag_moe_bad_input_raises_value_error(x, ids, w, message):
+    with pytest.raises(ValueError, match=message):
+        torch.ops.tilelink.ag_moe(x, ids, w, 1, 2, 0, False)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 4])
+def test_moe_rs_fake_shape(world_size):
+    with FakeTensorMode():
+        h = torch.empty(16 * 2, 64, dtype=FP16, device="cuda")
+        ids = torch.empty(16, 2, dtype=torch.int32, device="cuda")
+        wts = torch.empty(16, 2, dtype=torch.float32, device="cuda")
+        w = torch.empty(8, 128, 64, dtype=FP16, device="cuda")
+        out = torch.ops.tilelink.moe_rs(h, ids, wts, w, 1, world_size, 0)
+    assert out.shape == (16 // world_size, 128) and out.dtype == FP16
+
+
+@pytest.mark.parametrize("h, wts, message", [
+    (meta(32, 64), meta(16, 2, dtype=BF16), "float32"),
+    (meta(30, 64), meta(16, 2, dtype=torch.float32), "tokens \\* topk"),
+    (meta(32, 60), meta(16, 2, dtype=torch.float32), "k_shard"),
+])
+def test_moe_rs_bad_input_raises_value_error(h, wts, message):
+    with pytest.raises(ValueError, match=message):
+        torch.ops.tilelink.moe_rs(h, meta(16, 2, dtype=torch.int32), wts, meta(8, 128, 64), 1, 2, 0)
+
+
 def test_traced_graph_keeps_the_ops():
     # A tensor-parallel MLP block: the ops must appear as single nodes with the right shapes.
     def mlp(x, w_up, w_down):

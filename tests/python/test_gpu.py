@@ -277,6 +277,57 @@ def test_flash_decode_matches_sdpa_over_the_whole_cache(world, batch, hq, hkv, d
     assert (err <= 4e-3 + 8e-3 * want.abs()).all(), f"max error {err.max().item():.3e}"
 
 
+@pytest.mark.parametrize("m, hidden, n, experts, topk, dtype", [(37, 256, 136, 8, 2, torch.bfloat16),
+                                                             (64, 128, 384, 60, 4, torch.float16)])
+def test_ag_moe_matches_torch_gather_sort_grouped_mm(world, m, hidden, n, experts, topk, dtype):
+    seed = seed_everyone()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    x = rand((m, hidden), dtype, seed + 1 + rank)
+    w = rand((experts, n, hidden), dtype, seed + 100 + rank) * hidden ** -0.5
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    ids = torch.multinomial(torch.ones(size * m, experts, device="cuda"), topk, generator=g).to(torch.int32)
+    poison_on_alloc()
+    got = tilelink.ag_moe(x, ids, w)
+    got_sorted, rows = tilelink.ag_moe(x, ids, w, sorted_layout=True)
+    xg = torch.cat(gather(x)).float()
+    want = torch.einsum("th,tjnh->tjn", xg, w.float()[ids.long()]).reshape(size * m * topk, n)
+    for y, what in ((got, "token order"), (got_sorted[rows.long()], "sorted layout")):
+        err = (y.float() - want).abs()
+        assert not torch.isnan(y).any(), what
+        assert (err <= 2e-2 + 1e-2 * want.abs()).all(), f"{what}: max error {err.max().item():.3e}"
+
+
+@pytest.mark.parametrize("m, hidden, k_shard, experts, topk, dtype", [(37, 136, 128, 8, 2, torch.bfloat16),
+                                                                   (16, 256, 64, 60, 4, torch.float16)])
+def test_moe_rs_matches_torch_grouped_sum_reduce_scatter(world, m, hidden, k_shard, experts, topk, dtype):
+    seed = seed_everyone()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    tokens = m * size
+    h = rand((tokens * topk, k_shard), dtype, seed + 1 + rank)
+    w = rand((experts, hidden, k_shard), dtype, seed + 100 + rank) * k_shard ** -0.5
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    ids = torch.multinomial(torch.ones(tokens, experts, device="cuda"), topk, generator=g).to(torch.int32)
+    wts = torch.rand(tokens, topk, generator=g, device="cuda")
+    poison_on_alloc()
+    got = tilelink.moe_rs(h, ids, wts, w)
+    part = torch.einsum("tjk,tjhk->th", h.float().view(tokens, topk, k_shard) * wts.unsqueeze(-1), w.float()[ids.long()])
+    want = torch.stack(gather(part)).sum(0)[rank * m:(rank + 1) * m]
+    err = (got.float() - want).abs()
+    assert not torch.isnan(got).any()
+    assert (err <= 5e-2 + 2e-2 * want.abs()).all(), f"max error {err.max().item():.3e}"
+
+
+def test_grouped_mm_matches_torch_grouped_mm(world):
+    seed = seed_everyone()
+    a = rand((1000, 512), torch.bfloat16, seed)
+    b = rand((8, 264, 512), torch.bfloat16, seed + 1)
+    offs = torch.tensor([0, 100, 100, 357, 600, 601, 999, 1000], dtype=torch.int32, device="cuda")
+    poison_on_alloc()
+    got = tilelink.grouped_mm(a, b, offs)
+    want = torch._grouped_mm(a, b.transpose(-2, -1), offs=offs)
+    assert torch.allclose(got.float(), want.float(), atol=2e-2, rtol=1e-2), (got.float() - want.float()).abs().max()
+
+
 def test_a_timed_out_call_raises_on_every_rank_then_the_world_works(world):
     # Every rank but 0 makes its call 2 s late while rank 0's device waits are bounded at 300 ms:
     # the call is aborted on every rank, each raises (no dead CUDA context), and later calls on

@@ -126,11 +126,11 @@ void print_rule_check(BenchWorld& world, std::vector<double>& auto_vs_best, std:
 }
 
 void for_each_world(const Args& args, const std::string& header, const std::vector<std::string>& columns,
-                    const std::function<void(BenchWorld&, Table&)>& body) {
+                    const std::function<void(BenchWorld&, Table&)>& body, long default_heap_mb) {
   std::unique_ptr<Table> table;
   for (int w : world_sizes(args)) {
     WorldOptions wo;
-    wo.heap_bytes = size_t(args.get_int("heap-mb", 1024)) << 20;
+    wo.heap_bytes = size_t(args.get_int("heap-mb", default_heap_mb)) << 20;
     BenchWorld world(args, w, wo);
     if (!table) {
       if (world.is_root()) std::printf("%s\n", header.c_str());

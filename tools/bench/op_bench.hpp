@@ -66,10 +66,10 @@ struct OpBenchOptions {
 OpBenchOptions op_bench_options(const Args& args);
 
 // The loop of every op benchmark: for each world size (world_sizes), a BenchWorld with a
-// --heap-mb heap (default 1024) and, once, the header line and the result table (printed by the
+// --heap-mb heap (default: default_heap_mb) and, once, the header line and the result table (printed by the
 // root rank only); then body(world, table).
 void for_each_world(const Args& args, const std::string& header, const std::vector<std::string>& columns,
-                    const std::function<void(BenchWorld&, Table&)>& body);
+                    const std::function<void(BenchWorld&, Table&)>& body, long default_heap_mb = 1024);
 
 // World sizes to run from --ranks (default: 1 and 8 on one GPU); under --mpi, the job's size.
 std::vector<int> world_sizes(const Args& args);
