@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Copies what running the tests and benchmarks needs out of a build tree — bin/, lib/ and the CTest
-# files, at their relative paths — into DEST (default .gpu/<build name>), so a built tree can be
+# Copies what running the GPU tests and benchmarks needs out of a build tree — bin/ (but the CPU
+# tests, cpu_*, which run where they were built), lib/ and the CTest files, at their relative
+# paths — into DEST (default .gpu/<build name>), so a built tree can be
 # shipped to a GPU machine without its object files. There, put it back at the build's original
 # absolute path (CTest files name absolute paths) and run `ctest --test-dir <build> -L gpu`.
 set -euo pipefail
@@ -9,7 +10,8 @@ build="$(cd "${1:-$root/build}" && pwd)"
 dest="${2:-$root/.gpu/$(basename "$build")}"
 rm -rf "$dest"
 mkdir -p "$dest"
-cp -a "$build/bin" "$dest/"
+mkdir -p "$dest/bin"
+find "$build/bin" -maxdepth 1 -type f ! -name 'cpu_*' -exec cp -a {} "$dest/bin/" \;
 [ -d "$build/lib" ] && cp -a "$build/lib" "$dest/"  # libtilelink_c.so, for the Python package
 (cd "$build" && find . -name CTestTestfile.cmake -print0 | xargs -0 -I{} cp --parents {} "$dest/")
 echo "staged $build -> $dest ($(du -sh "$dest" | cut -f1))"

@@ -102,10 +102,11 @@ int tl_ag_moe(tl_world* world, int dtype, const void* x, const int32_t* topk_ids
 /* Mixture of experts, second GEMM: out[tokens / world, hidden] = this rank's tokens' rows of the sum
  * over ranks of sum_j topk_weights[t, j] * h[t*topk + j] . w[topk_ids[t, j]]^T; h[tokens * topk,
  * k_shard], w[num_experts, hidden, k_shard], topk_ids int32 and topk_weights float [tokens, topk]
- * (the same on every rank). */
+ * (the same on every rank). h_rows (optional, int32 [tokens * topk]): h's row of each entry, as
+ * tl_ag_moe's sorted_rows returns it; NULL: h in token order. */
 int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids, const float* topk_weights,
               const void* w, void* out, int64_t tokens, int64_t hidden, int64_t k_shard, int32_t num_experts,
-              int32_t topk, int path, void* stream);
+              int32_t topk, const int32_t* h_rows, int path, void* stream);
 /* The grouped GEMM alone (no world): for each group g, rows [group_end[g-1], group_end[g]) of
  * a[max_rows, k] times b[g][n, k]^T into the same rows of d[max_rows, n]; group_end on the device
  * (what torch._grouped_mm calls offs). */

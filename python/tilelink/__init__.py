@@ -102,8 +102,8 @@ def ag_moe(x: Tensor, topk_ids: Tensor, w: Tensor, *, world: World | None = None
     return (y, rows) if sorted_layout else y
 
 
-def moe_rs(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, *, world: World | None = None,
-           path: str = "auto") -> Tensor:
+def moe_rs(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, *, h_rows: Tensor | None = None,
+           world: World | None = None, path: str = "auto") -> Tensor:
     """Grouped GEMM + top-k weighted sum + reduce-scatter: the second GEMM of a tensor-parallel
     mixture-of-experts layer.
 
@@ -112,10 +112,13 @@ def moe_rs(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, *, worl
     topk_ids (int32) and topk_weights (float32): [tokens, topk], the same on every rank. w:
     [experts, hidden, k_shard], this rank's slice of every expert's down projection. Returns this
     rank's ``tokens / world.size`` rows of ``sum over ranks and j of topk_weights[t, j] *
-    h[t * topk + j] @ w[topk_ids[t, j]].T``.
+    h[t * topk + j] @ w[topk_ids[t, j]].T``. With ``h_rows`` (int32 [tokens * topk]), h is in
+    another row order and h_rows[t * topk + j] is the row of entry (t, j): pass ag_moe's
+    ``sorted_layout=True`` output (after the activation) and its rows, and no op copies the rows
+    back to token order.
     """
     world = world or default_world()
-    return _ops.moe_rs_op(h, topk_ids, topk_weights, w, world.id, world.size, _ops.path_code("moe_rs", path))
+    return _ops.moe_rs_op(h, topk_ids, topk_weights, w, h_rows, world.id, world.size, _ops.path_code("moe_rs", path))
 
 
 def grouped_mm(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:

@@ -64,7 +64,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_flash_decode.argtypes = [p, i, p, p, p, p, i64, i64, i64, i64, i64, ctypes.c_float, p]
     i32 = ctypes.c_int32
     lib.tl_ag_moe.argtypes = [p, i, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
-    lib.tl_moe_rs.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i32, i32, i, p]
+    lib.tl_moe_rs.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
     lib.tl_grouped_gemm.argtypes = [i, p, p, p, i64, i64, i32, p, i64, p]
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
                  "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll",

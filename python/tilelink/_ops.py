@@ -336,10 +336,19 @@ def _moe_rs_check(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor,
     return tokens, hidden, ks, e, k
 
 
+def _h_rows_check(h_rows: Tensor | None, entries: int, device) -> None:
+    if h_rows is None:
+        return
+    if h_rows.dtype != torch.int32 or h_rows.shape != (entries,) or not h_rows.is_contiguous() or h_rows.device != device:
+        raise ValueError(f"tilelink.moe_rs: h_rows must be a contiguous int32 [tokens * topk = {entries}] tensor on h's "
+                         f"device (got {h_rows.dtype} {tuple(h_rows.shape)} on {h_rows.device})")
+
+
 @torch.library.custom_op("tilelink::moe_rs", mutates_args=())
-def moe_rs_op(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, world_id: int, world_size: int,
-              path: int) -> Tensor:
+def moe_rs_op(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, h_rows: Tensor | None, world_id: int,
+              world_size: int, path: int) -> Tensor:
     tokens, hidden, ks, e, k = _moe_rs_check(h, topk_ids, topk_weights, w, world_size)
+    _h_rows_check(h_rows, tokens * k, h.device)
     world = world_by_id(world_id)
     if h.device != world.device:
         raise ValueError(f"tilelink.moe_rs: h is on {h.device}, but this rank of the world runs on {world.device}")
@@ -347,14 +356,15 @@ def moe_rs_op(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, worl
     stream = ctypes.c_void_p(torch.cuda.current_stream(h.device).cuda_stream)
     ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
     world._call("tl_moe_rs", dtype_code(h.dtype), ptr(h), ptr(topk_ids), ptr(topk_weights), ptr(w), ptr(out), tokens,
-                hidden, ks, e, k, path, stream)
+                hidden, ks, e, k, None if h_rows is None else ptr(h_rows), path, stream)
     return out
 
 
 @moe_rs_op.register_fake
-def _(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, world_id: int, world_size: int,
-      path: int) -> Tensor:
-    tokens, hidden, _ks, _e, _k = _moe_rs_check(h, topk_ids, topk_weights, w, world_size)
+def _(h: Tensor, topk_ids: Tensor, topk_weights: Tensor, w: Tensor, h_rows: Tensor | None, world_id: int,
+      world_size: int, path: int) -> Tensor:
+    tokens, hidden, _ks, _e, k = _moe_rs_check(h, topk_ids, topk_weights, w, world_size)
+    _h_rows_check(h_rows, tokens * k, h.device)
     return h.new_empty((tokens // world_size, hidden))
 
 

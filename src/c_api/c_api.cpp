@@ -239,11 +239,11 @@ int tl_ag_moe(tl_world* world, int dtype, const void* x, const int32_t* topk_ids
 
 int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids, const float* topk_weights,
               const void* w, void* out, int64_t tokens, int64_t hidden, int64_t k_shard, int32_t num_experts,
-              int32_t topk, int path, void* stream) {
+              int32_t topk, const int32_t* h_rows, int path, void* stream) {
   return guarded([&] {
-    tilelink::moe_rs(context_of(world),
-                     {dtype_of(dtype), h, topk_ids, topk_weights, w, out, tokens, hidden, k_shard, num_experts, topk},
-                     op_options<tilelink::MoeRsOptions>(path, stream));
+    tilelink::MoeRsArgs a{dtype_of(dtype), h, topk_ids, topk_weights, w, out, tokens, hidden, k_shard, num_experts, topk};
+    a.h_rows = h_rows;
+    tilelink::moe_rs(context_of(world), a, op_options<tilelink::MoeRsOptions>(path, stream));
   });
 }
 

@@ -112,7 +112,7 @@ def test_moe_rs_fake_shape(world_size):
         ids = torch.empty(16, 2, dtype=torch.int32, device="cuda")
         wts = torch.empty(16, 2, dtype=torch.float32, device="cuda")
         w = torch.empty(8, 128, 64, dtype=FP16, device="cuda")
-        out = torch.ops.tilelink.moe_rs(h, ids, wts, w, 1, world_size, 0)
+        out = torch.ops.tilelink.moe_rs(h, ids, wts, w, None, 1, world_size, 0)
     assert out.shape == (16 // world_size, 128) and out.dtype == FP16
 
 
@@ -123,7 +123,7 @@ def test_moe_rs_fake_shape(world_size):
 ])
 def test_moe_rs_bad_input_raises_value_error(h, wts, message):
     with pytest.raises(ValueError, match=message):
-        torch.ops.tilelink.moe_rs(h, meta(16, 2, dtype=torch.int32), wts, meta(8, 128, 64), 1, 2, 0)
+        torch.ops.tilelink.moe_rs(h, meta(16, 2, dtype=torch.int32), wts, meta(8, 128, 64), None, 1, 2, 0)
 
 
 def test_traced_graph_keeps_the_ops():

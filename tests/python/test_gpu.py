@@ -312,9 +312,15 @@ def test_moe_rs_matches_torch_grouped_sum_reduce_scatter(world, m, hidden, k_sha
     got = tilelink.moe_rs(h, ids, wts, w)
     part = torch.einsum("tjk,tjhk->th", h.float().view(tokens, topk, k_shard) * wts.unsqueeze(-1), w.float()[ids.long()])
     want = torch.stack(gather(part)).sum(0)[rank * m:(rank + 1) * m]
-    err = (got.float() - want).abs()
-    assert not torch.isnan(got).any()
-    assert (err <= 5e-2 + 2e-2 * want.abs()).all(), f"max error {err.max().item():.3e}"
+    # The same with h handed over in a shuffled row order, with each entry's row.
+    perm = torch.randperm(tokens * topk, generator=g, device="cuda").to(torch.int32)
+    h_moved = torch.empty_like(h)
+    h_moved[perm.long()] = h
+    got_rows = tilelink.moe_rs(h_moved, ids, wts, w, h_rows=perm)
+    for y, what in ((got, "token order"), (got_rows, "h_rows")):
+        err = (y.float() - want).abs()
+        assert not torch.isnan(y).any(), what
+        assert (err <= 5e-2 + 2e-2 * want.abs()).all(), f"{what}: max error {err.max().item():.3e}"
 
 
 def test_grouped_mm_matches_torch_grouped_mm(world):

@@ -123,7 +123,7 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
   const ops::MoeRoutingTables tables =
       ops::enqueue_moe_routing(rs, a.topk_ids, routing_ws, routing_bytes, st.bad_ids.device_counter(), main);
 
-  ops::MoeGatherParams gp{team, map, nullptr, sorted, tables.sorted_entry, tables.group_end, a.topk,
+  ops::MoeGatherParams gp{team, map, nullptr, sorted, tables.sorted_entry, tables.group_end, nullptr, a.topk,
                           a.m_per_rank, row_bytes, chunk_slots, ready, true};
   // A gather that runs alone, before the GEMM in stream order: every SM of the rank's share,
   // nobody waits on its slots.

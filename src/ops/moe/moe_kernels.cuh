@@ -25,6 +25,7 @@ struct MoeGatherParams {
   char* sorted;                 // [entries, hidden]
   const int32_t* sorted_entry;
   const int32_t* group_end;
+  const int32_t* row_of_entry;  // with from_self: source row of entry i (nullptr: row i / topk)
   int32_t topk;
   int64_t tokens_per_rank;
   int64_t row_bytes;
@@ -48,7 +49,11 @@ static __global__ void __launch_bounds__(kMoeThreads) moe_gather_kernel(const Mo
     const int64_t first_token = p.from_self ? 0 : int64_t(src) * p.tokens_per_rank;
     tile::tile_gather_rows_block(
         p.team, p.sorted, p.source, p.row_bytes, lo, hi,
-        [&](int32_t i) { return int64_t(p.sorted_entry[i] / p.topk) - first_token; }, from);
+        [&](int32_t i) {
+          const int32_t entry = p.sorted_entry[i];
+          return p.row_of_entry ? int64_t(p.row_of_entry[entry]) : int64_t(entry / p.topk) - first_token;
+        },
+        from);
     if (p.chunk_slots != nullptr)
       tile::producer_tile_notify_block<tile::Notify::local>(p.team, p.map, p.chunk_slots, p.map.tile(c, blockIdx.x));
   }

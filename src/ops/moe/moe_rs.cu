@@ -57,6 +57,7 @@ void validate_local(const Context& ctx, const MoeRsArgs& a, const MoeRsOptions& 
              " must be multiples of 8 (16-byte rows)");
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   TL_REQUIRE(aligned(a.h) && aligned(a.w) && aligned(a.out), kOp, ": h, w and out must be 16-byte aligned");
+  TL_REQUIRE(reinterpret_cast<uintptr_t>(a.h_rows) % 4 == 0, kOp, ": h_rows must be 4-byte aligned");
   TL_REQUIRE(reinterpret_cast<uintptr_t>(a.topk_ids) % 4 == 0 && reinterpret_cast<uintptr_t>(a.topk_weights) % 4 == 0,
              kOp, ": topk_ids and topk_weights must be 4-byte aligned");
   TL_REQUIRE(a.tokens * a.topk <= INT32_MAX && int64_t(a.num_experts) * ctx.num_ranks() < (1 << 24), kOp,
@@ -83,7 +84,7 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
   st.uniform.require(ctx, kOp,
                      {{"tokens", a.tokens}, {"hidden", a.hidden}, {"k_shard", a.k_shard},
                       {"num_experts", a.num_experts}, {"topk", a.topk}, {"dtype", int64_t(a.dtype)},
-                      {"path", int64_t(path)}, {"comm_sms", o.comm_sms}},
+                      {"path", int64_t(path)}, {"comm_sms", o.comm_sms}, {"h_rows", a.h_rows != nullptr}},
                      {});
 
   const int64_t m = a.tokens / world, entries = a.tokens * a.topk;
@@ -119,10 +120,10 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
   const ll::Team team = ctx.team();
   const ops::MoeRoutingTables tables =
       ops::enqueue_moe_routing(rs, a.topk_ids, routing_ws, routing_bytes, st.bad_ids.device_counter(), main);
-  // h's rows in group order: sorted row i is h's row sorted_entry[i] (a local gather, no waits).
+  // h's rows in group order: sorted row i is h's row of entry sorted_entry[i] (a local gather).
   ops::MoeGatherParams gp{team, {a.num_experts, ctx.sm_count(), world}, static_cast<const char*>(a.h), sorted,
-                          tables.sorted_entry, tables.group_end, /*topk=*/1, m, a.k_shard * esize, nullptr, nullptr,
-                          /*from_self=*/true};
+                          tables.sorted_entry, tables.group_end, a.h_rows, /*topk=*/1, m, a.k_shard * esize, nullptr,
+                          nullptr, /*from_self=*/true};
   ops::moe_gather_kernel<<<ctx.sm_count(), ops::kMoeThreads, 0, main>>>(gp);
   TL_CUDA_CHECK(cudaGetLastError());
 

@@ -17,6 +17,7 @@
 
 #include "gpu/common/gpu_test.hpp"
 #include "gpu/ops/moe_test_data.hpp"
+#include "tilelink/testing/check.hpp"
 #include "tilelink/ops/moe/ag_moe.hpp"
 
 namespace tt = tilelink::test;
@@ -161,8 +162,8 @@ TEST_P(AgMoe, InvalidExpertIdsGiveNaNRowsAndAnErrorThenTheNextCallWorks) {
     TL_CUDA_CHECK(cudaMalloc(&dw, size_t(c.experts * c.n * c.hidden * 2)));
     TL_CUDA_CHECK(cudaMalloc(&dy, y_bytes));
     TL_CUDA_CHECK(cudaMalloc(&dids, ids.size() * 4));
-    tt::fill_random_device(dx, size_t(c.m_per_rank * c.hidden * 2) , tt::mix_seed(seed, ctx.rank(), 3), ctx.stream());
-    tt::fill_random_device(dw, size_t(c.experts * c.n * c.hidden * 2), tt::mix_seed(seed, ctx.rank(), 4), ctx.stream());
+    tt::fill_uniform(c.dtype, dx, c.m_per_rank * c.hidden, tt::mix_seed(seed, ctx.rank(), 3), 1.0f, ctx.stream());
+    tt::fill_uniform(c.dtype, dw, int64_t(c.experts) * c.n * c.hidden, tt::mix_seed(seed, ctx.rank(), 4), 1.0f, ctx.stream());
     tt::upload(dids, ids.data(), ids.size() * 4, ctx.stream());
     const tilelink::AgMoeArgs a{c.dtype, dx, dids, dw, dy, c.m_per_rank, c.hidden, c.n, c.experts, c.topk};
     tilelink::ag_moe(ctx, a);

@@ -2,7 +2,8 @@
 // Every rank captures the same sequence of calls — ag_gemm (SM push, SM pull, automatic; captured
 // calls always gather on SMs, and the automatic path on ranks sharing a GPU gathers on the copy
 // engines when not captured),
-// gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic), allgather_ll, flash_decode — into one graph, then
+// gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic), allgather_ll, flash_decode,
+// ag_moe, moe_rs — into one graph, then
 // replays it 100 times, each time on fresh inputs (one of several random sets, copied into the
 // captured input buffers) with the outputs poisoned with NaN first. Every replay's every output
 // must equal, bitwise, the same call made without a graph on the same inputs. Calls made without
@@ -35,6 +36,8 @@ struct Call {
   std::string name;
   int64_t a_elems = 0, b_elems = 0, c_elems = 0;
   std::function<void(Context&, const void* a, const void* b, void* c, cudaStream_t)> run;
+  // Optional: fills the parts of b that are not random 16-bit values (a routing), once.
+  std::function<void(void* b, cudaStream_t)> setup;
   void* a = nullptr;
   void* b = nullptr;
   void* c = nullptr;
@@ -126,6 +129,56 @@ std::vector<Call> make_calls(int w) {
     calls.push_back(std::move(c));
   }
   reduce("gemm_ar auto", {true, RsAlgo::ring, CommMode::pull, ArAlgo::automatic, OpPath::automatic}, 96);
+  // The MoE ops: b holds the weights, then the routing (the same on every rank), which setup writes.
+  constexpr int32_t kExperts = 8, kTopk = 2;
+  constexpr int64_t kTokensPerRank = 24, kHidden = 128, kInter = 64;
+  const int64_t tokens = kTokensPerRank * w, entries = tokens * kTopk;
+  const int64_t w_elems = kExperts * kInter * kHidden;
+  auto write_routing = [=](void* b, cudaStream_t s) {
+    std::vector<int32_t> ids(static_cast<size_t>(entries));
+    std::vector<float> weights(static_cast<size_t>(entries));
+    for (int64_t i = 0; i < entries; ++i) {
+      ids[size_t(i)] = int32_t((i / kTopk * 5 + (i % kTopk) * 3 + (i * i) % 7) % kExperts);
+      if (i % kTopk == 1 && ids[size_t(i)] == ids[size_t(i - 1)]) ids[size_t(i)] = (ids[size_t(i)] + 1) % kExperts;
+      weights[size_t(i)] = 0.25f + 0.5f * float(i % 3);
+    }
+    char* tail = static_cast<char*>(b) + w_elems * 2;
+    TL_CUDA_CHECK(cudaMemcpyAsync(tail, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice, s));
+    TL_CUDA_CHECK(cudaMemcpyAsync(tail + ids.size() * 4, weights.data(), weights.size() * 4, cudaMemcpyHostToDevice, s));
+    TL_CUDA_CHECK(cudaStreamSynchronize(s));
+  };
+  {
+    Call c;
+    c.name = "ag_moe";
+    c.a_elems = kTokensPerRank * kHidden;
+    c.b_elems = w_elems + 4 * entries;  // weights [experts, inter, hidden], ids, (unused) weights
+    c.c_elems = entries * kInter;
+    c.setup = write_routing;
+    c.run = [=](Context& ctx, const void* a, const void* b, void* out, cudaStream_t s) {
+      AgMoeOptions o;
+      o.stream = s;
+      const auto* ids = reinterpret_cast<const int32_t*>(static_cast<const char*>(b) + w_elems * 2);
+      ag_moe(ctx, {DType::bf16, a, ids, b, out, kTokensPerRank, kHidden, kInter, kExperts, kTopk}, o);
+    };
+    calls.push_back(std::move(c));
+  }
+  {
+    Call c;
+    c.name = "moe_rs";
+    c.a_elems = entries * kHidden;       // h [tokens * topk, k_shard = hidden here]
+    c.b_elems = w_elems + 4 * entries;   // down projection [experts, inter, hidden], ids, weights
+    c.c_elems = kTokensPerRank * kInter;
+    c.setup = write_routing;
+    c.run = [=](Context& ctx, const void* a, const void* b, void* out, cudaStream_t s) {
+      MoeRsOptions o;
+      o.stream = s;
+      const char* tail = static_cast<const char*>(b) + w_elems * 2;
+      moe_rs(ctx, {DType::bf16, a, reinterpret_cast<const int32_t*>(tail), reinterpret_cast<const float*>(tail + entries * 4),
+                   b, out, tokens, kInter, kHidden, kExperts, kTopk},
+             o);
+    };
+    calls.push_back(std::move(c));
+  }
   return calls;
 }
 
@@ -159,6 +212,7 @@ TEST_P(OpGraph, CapturedCallsReplayLikeUncapturedCalls) {
       TL_CUDA_CHECK(cudaMalloc(&c.b, size_t(c.b_elems) * 2));
       TL_CUDA_CHECK(cudaMalloc(&c.c, size_t(c.c_elems) * 2));
       tt::fill_uniform(DType::bf16, c.b, c.b_elems, tt::mix_seed(seed, r, i, 1000), 1.0f, own);
+      if (c.setup) c.setup(c.b, own);
       for (int set = 0; set < kInputSets; ++set) {
         void* in = nullptr;
         TL_CUDA_CHECK(cudaMalloc(&in, size_t(c.a_elems) * 2));

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gpu/common/gpu_test.hpp"
 #include "gpu/ops/moe_test_data.hpp"
+#include "tilelink/testing/check.hpp"
 #include "tilelink/ops/moe/moe_rs.hpp"
 
 namespace tt = tilelink::test;
@@ -76,37 +78,51 @@ TEST_P(MoeRs, MatchesAFloat64ReferenceInEveryMode) {
             ref[size_t(t * c.hidden + col)] += weights[size_t(i)] * dot;
           }
         }
-    std::vector<std::string> modes = {"fused"};
+    // "rows": h handed over in another row order (as ag_moe's sorted layout), with each entry's row.
+    std::vector<int32_t> perm(static_cast<size_t>(entries));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937_64(tt::mix_seed(seed, ci, 97)));
+    std::vector<std::string> modes = {"fused", "rows"};
     if (gpus >= world_size && world_size > 1) modes.push_back("decomposed");
     for (const std::string& mode : modes) {
       std::vector<std::vector<uint16_t>> out(static_cast<size_t>(world_size));
       world().run([&](Context& ctx) {
         const int r = ctx.rank();
         void *dh, *dw, *dout;
-        int32_t* dids;
+        int32_t *dids, *drows = nullptr;
         float* dwts;
         const size_t out_bytes = size_t(c.m_per_rank * c.hidden * 2);
         TL_CUDA_CHECK(cudaMalloc(&dh, h[size_t(r)].size() * 2));
+        std::vector<uint16_t> h_moved = h[size_t(r)];
+        if (mode == "rows") {
+          for (int64_t i = 0; i < entries; ++i)
+            std::copy_n(h[size_t(r)].data() + i * c.k_shard, c.k_shard, h_moved.data() + int64_t(perm[size_t(i)]) * c.k_shard);
+          TL_CUDA_CHECK(cudaMalloc(&drows, perm.size() * 4));
+          tt::upload(drows, perm.data(), perm.size() * 4, ctx.stream());
+        }
         TL_CUDA_CHECK(cudaMalloc(&dw, w[size_t(r)].size() * 2));
         TL_CUDA_CHECK(cudaMalloc(&dout, out_bytes));
         TL_CUDA_CHECK(cudaMalloc(&dids, ids.size() * 4));
         TL_CUDA_CHECK(cudaMalloc(&dwts, weights.size() * 4));
-        tt::upload(dh, h[size_t(r)].data(), h[size_t(r)].size() * 2, ctx.stream());
+        tt::upload(dh, h_moved.data(), h_moved.size() * 2, ctx.stream());
         tt::upload(dw, w[size_t(r)].data(), w[size_t(r)].size() * 2, ctx.stream());
         tt::upload(dids, ids.data(), ids.size() * 4, ctx.stream());
         tt::upload(dwts, weights.data(), weights.size() * 4, ctx.stream());
         tt::poison_device(dout, out_bytes, 0xff, ctx.stream());
         tilelink::MoeRsOptions o;
         o.path = mode == "decomposed" ? tilelink::OpPath::decomposed : tilelink::OpPath::fused;
+        tilelink::MoeRsArgs args{c.dtype, dh, dids, dwts, dw, dout, tokens, c.hidden, c.k_shard, c.experts, c.topk};
+        args.h_rows = drows;
         // Twice: the second call reuses the buffers the first one handed over.
         for (int call = 0; call < 2; ++call) {
-          tilelink::moe_rs(ctx, {c.dtype, dh, dids, dwts, dw, dout, tokens, c.hidden, c.k_shard, c.experts, c.topk}, o);
+          tilelink::moe_rs(ctx, args, o);
           ctx.synchronize("moe_rs");
         }
         const auto bytes = tt::download(dout, out_bytes, ctx.stream());
         out[size_t(r)].assign(reinterpret_cast<const uint16_t*>(bytes.data()),
                               reinterpret_cast<const uint16_t*>(bytes.data()) + bytes.size() / 2);
-        for (void* p : {dh, dw, dout, static_cast<void*>(dids), static_cast<void*>(dwts)}) TL_CUDA_CHECK(cudaFree(p));
+        for (void* p : {dh, dw, dout, static_cast<void*>(dids), static_cast<void*>(dwts), static_cast<void*>(drows)})
+          TL_CUDA_CHECK(cudaFree(p));
       });
       for (int r = 0; r < world_size; ++r) {
         const std::string what = "case " + std::to_string(ci) + " (" + tilelink::dtype_name(c.dtype) + ", " + mode +
@@ -151,8 +167,8 @@ TEST_P(MoeRs, AnInvalidExpertIdContributesNothingAndIsReported) {
     TL_CUDA_CHECK(cudaMalloc(&dout, size_t(m * hidden * 2)));
     TL_CUDA_CHECK(cudaMalloc(&dids, ids.size() * 4));
     TL_CUDA_CHECK(cudaMalloc(&dwts, ids.size() * 4));
-    tt::fill_random_device(dh, size_t(tokens * topk * k_shard * 2), tt::mix_seed(seed, ctx.rank(), 2), ctx.stream());
-    tt::fill_random_device(dw, size_t(experts * hidden * k_shard * 2), tt::mix_seed(seed, ctx.rank(), 3), ctx.stream());
+    tt::fill_uniform(DType::bf16, dh, tokens * topk * k_shard, tt::mix_seed(seed, ctx.rank(), 2), 1.0f, ctx.stream());
+    tt::fill_uniform(DType::bf16, dw, experts * hidden * k_shard, tt::mix_seed(seed, ctx.rank(), 3), 1.0f, ctx.stream());
     const std::vector<float> ones(ids.size(), 1.0f);
     tt::upload(dwts, ones.data(), ones.size() * 4, ctx.stream());
     tt::upload(dids, ids.data(), ids.size() * 4, ctx.stream());

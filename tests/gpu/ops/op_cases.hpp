@@ -12,6 +12,8 @@
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
+#include "tilelink/ops/moe/ag_moe.hpp"
+#include "tilelink/ops/moe/moe_rs.hpp"
 #include "tilelink/testing/check.hpp"
 
 namespace tilelink::test {

@@ -2,7 +2,8 @@
 // machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
 // (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
 // size, bf16 and fp16, reference shapes scaled and odd shapes, then a stress loop with one
-// rank starting late; allgather_ll; flash_decode; a straggler whose call times out, then 100 correct calls.
+// rank starting late; allgather_ll; flash_decode; ag_moe and moe_rs; a straggler whose call times
+// out, then 100 correct calls.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "gpu/common/gpu_test.hpp"
+#include "gpu/ops/moe_test_data.hpp"
 #include "gpu/ops/op_cases.hpp"
 
 namespace tt = tilelink::test;
@@ -321,6 +323,100 @@ TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
     }
   EXPECT_EQ(bad, 0) << bad << " of " << q.size() << " outputs off";
   ctx.barrier();
+}
+
+// ---- mixture of experts ------------------------------------------------------------------------
+// ag_moe then moe_rs, fused (and decomposed with one GPU per process), against float64 references
+// built from every rank's inputs, regenerated from the shared seed.
+TEST(OpsMpi, MoeOpsMatchAFloat64Reference) {
+  namespace moe = tilelink::test::moe;
+  Context& ctx = *g_ctx;
+  const int r = ctx.rank(), w = ctx.num_ranks();
+  const uint64_t seed = tt::shared_fresh_seed(ctx);
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const DType dt = DType::bf16;
+  const int64_t m = 20, hidden = 128, inter = 64, tokens = m * w;
+  const int32_t experts = 6, topk = 2;
+  const int64_t entries = tokens * topk;
+  const auto ids = moe::route(moe::Routing::zipf, experts, topk, tokens, tt::mix_seed(seed, 0, 9));
+  std::vector<float> weights(static_cast<size_t>(entries));
+  for (int64_t i = 0; i < entries; ++i) weights[size_t(i)] = 0.1f + 0.2f * float(i % 5);
+  auto x_of = [&](int q) { return moe::random_values(dt, size_t(m * hidden), tt::mix_seed(seed, q, 1)); };
+  auto w1_of = [&](int q) { return moe::random_values(dt, size_t(experts * inter * hidden), tt::mix_seed(seed, q, 2)); };
+  auto h_of = [&](int q) { return moe::random_values(dt, size_t(entries * inter), tt::mix_seed(seed, q, 3)); };
+  auto w2_of = [&](int q) { return moe::random_values(dt, size_t(experts * hidden * inter), tt::mix_seed(seed, q, 4)); };
+  std::vector<uint16_t> xs;
+  for (int q = 0; q < w; ++q) {
+    const auto x = x_of(q);
+    xs.insert(xs.end(), x.begin(), x.end());
+  }
+  const auto w1 = w1_of(r);
+  auto dot = [&](const uint16_t* a, const uint16_t* b, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += moe::from_bits(dt, a[i]) * moe::from_bits(dt, b[i]);
+    return s;
+  };
+  // moe_rs's reference: this rank's tokens, summed over every rank's slices.
+  std::vector<double> rs_ref(size_t(m * hidden), 0.0);
+  for (int q = 0; q < w; ++q) {
+    const auto h = h_of(q), w2 = w2_of(q);
+    for (int64_t t = r * m; t < (r + 1) * m; ++t)
+      for (int j = 0; j < topk; ++j) {
+        const int64_t i = t * topk + j;
+        for (int64_t col = 0; col < hidden; ++col)
+          rs_ref[size_t((t - r * m) * hidden + col)] +=
+              weights[size_t(i)] * dot(h.data() + i * inter, w2.data() + (ids[size_t(i)] * hidden + col) * inter, inter);
+      }
+  }
+  int gpus = 0;
+  TL_CUDA_CHECK(cudaGetDeviceCount(&gpus));
+  std::vector<tilelink::OpPath> paths = {tilelink::OpPath::fused};
+  if (w > 1 && ctx.max_ranks_per_gpu() == 1) paths.push_back(tilelink::OpPath::decomposed);
+  for (const tilelink::OpPath path : paths) {
+    const std::string what = std::string(tilelink::op_path_name(path)) + ", rank " + std::to_string(r);
+    DeviceBuffers mem;
+    void* dx = mem.get(size_t(m * hidden * 2));
+    void* dw1 = mem.get(w1.size() * 2);
+    void* dy = mem.get(size_t(entries * inter * 2));
+    void* dh = mem.get(size_t(entries * inter * 2));
+    void* dw2 = mem.get(size_t(experts * hidden * inter * 2));
+    void* dout = mem.get(size_t(m * hidden * 2));
+    auto* dids = static_cast<int32_t*>(mem.get(ids.size() * 4));
+    auto* dwts = static_cast<float*>(mem.get(weights.size() * 4));
+    const auto x = x_of(r), h = h_of(r), w2 = w2_of(r);
+    tt::upload(dx, x.data(), x.size() * 2, ctx.stream());
+    tt::upload(dw1, w1.data(), w1.size() * 2, ctx.stream());
+    tt::upload(dh, h.data(), h.size() * 2, ctx.stream());
+    tt::upload(dw2, w2.data(), w2.size() * 2, ctx.stream());
+    tt::upload(dids, ids.data(), ids.size() * 4, ctx.stream());
+    tt::upload(dwts, weights.data(), weights.size() * 4, ctx.stream());
+    tt::poison_device(dy, size_t(entries * inter * 2), 0xff, ctx.stream());
+    tt::poison_device(dout, size_t(m * hidden * 2), 0xff, ctx.stream());
+    tilelink::AgMoeOptions ao;
+    ao.path = path;
+    tilelink::ag_moe(ctx, {dt, dx, dids, dw1, dy, m, hidden, inter, experts, topk}, ao);
+    tilelink::MoeRsOptions ro;
+    ro.path = path;
+    tilelink::moe_rs(ctx, {dt, dh, dids, dwts, dw2, dout, tokens, hidden, inter, experts, topk}, ro);
+    ctx.synchronize("ag_moe, moe_rs");
+    const auto y = tt::download(dy, size_t(entries * inter * 2), ctx.stream());
+    const auto out = tt::download(dout, size_t(m * hidden * 2), ctx.stream());
+    int64_t bad_y = 0, bad_out = 0;
+    for (int64_t i = 0; i < entries; ++i)
+      for (int64_t col = 0; col < inter; ++col) {
+        const double want = dot(xs.data() + (i / topk) * hidden, w1.data() + (ids[size_t(i)] * inter + col) * hidden, hidden);
+        const double got = moe::from_bits(dt, reinterpret_cast<const uint16_t*>(y.data())[i * inter + col]);
+        if (!(std::fabs(got - want) <= 2e-2 + 8e-3 * std::fabs(want))) ++bad_y;
+      }
+    for (int64_t i = 0; i < m * hidden; ++i) {
+      const double got = moe::from_bits(dt, reinterpret_cast<const uint16_t*>(out.data())[i]);
+      const double want = rs_ref[size_t(i)];
+      if (!(std::fabs(got - want) <= 0.1 * std::sqrt(double(w * topk)) + 2e-2 * std::fabs(want))) ++bad_out;
+    }
+    EXPECT_EQ(bad_y, 0) << "ag_moe " << what << ": " << bad_y << " of " << entries * inter << " outputs off";
+    EXPECT_EQ(bad_out, 0) << "moe_rs " << what << ": " << bad_out << " of " << m * hidden << " outputs off";
+    ctx.barrier();
+  }
 }
 
 // ---- a fault the world survives -------------------------------------------------------------------

@@ -47,6 +47,11 @@ struct MoeRsArgs {
   void* out = nullptr;                    // [tokens / world, hidden]
   int64_t tokens = 0, hidden = 0, k_shard = 0;
   int32_t num_experts = 0, topk = 0;
+  // Optional (device, int32 [tokens * topk]): h's row of entry (t, j) — h in the expert-sorted
+  // layout ag_moe produces with its sorted_rows, passed here as they came back (an activation in
+  // between keeps the rows where they are). Saves ag_moe's copy back to token order. Rows of
+  // invalid entries (-1) are never read. nullptr: h is in token order.
+  const int32_t* h_rows = nullptr;
 };
 
 struct MoeRsOptions {
