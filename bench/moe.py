@@ -11,8 +11,9 @@ PyTorch sequential: all_gather_into_tensor, a stable sort of the routing by expe
 rows in that order, torch._grouped_mm, the rows back to token order. Also the grouped GEMM alone
 on the same sorted rows: torch._grouped_mm against tilelink.grouped_mm. moe_rs: h [M x topk,
 I / N] per rank and the down projection [experts, hidden, I / N]; PyTorch sequential: the sort,
-torch._grouped_mm, the rows back, the top-k weighted sum, reduce_scatter_tensor. Printed: ms
-(median, slowest rank) and the ratios (> 1: tilelink faster).
+torch._grouped_mm, the rows back, the top-k weighted sum, reduce_scatter_tensor. The layer: both,
+with SiLU x up between (tilelink hands ag_moe's sorted rows to moe_rs). Printed: ms (median,
+slowest rank) and the ratios (> 1: tilelink faster). --op picks one table.
 """
 import argparse
 import os
@@ -73,68 +74,99 @@ def torch_moe_rs(h, ids, wts, w, size):
     return out
 
 
-def bench_moe_rs(args, rank, size):
-    if rank == 0:
-        print("# moe_rs, down projection k_shard = I/ranks")
-        print("model,M,torch_seq,tilelink,speed-up")
-    for model, hidden, inter, experts, topk in MODELS:
-        for tokens in args.tokens:
-            tokens = tokens // size * size
-            ks = inter // size
-            gen = torch.Generator(device="cuda").manual_seed(4321)
-            ids = routing(tokens, experts, topk, args.routing == "zipf", gen)
-            wts = torch.rand(tokens, topk, device="cuda", generator=gen)
-            h = torch.randn(tokens * topk, ks, device="cuda", dtype=torch.bfloat16)
-            w = torch.randn(experts, hidden, ks, device="cuda", dtype=torch.bfloat16) * ks ** -0.5
-            want, got = torch_moe_rs(h, ids, wts, w, size), tilelink.moe_rs(h, ids, wts, w)
-            err = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
-            assert err < 3e-2, f"tilelink and PyTorch disagree by {err:.3e} (relative to max) at {model}, M={tokens}"
-            t = time_collective_interleaved({"torch": lambda: torch_moe_rs(h, ids, wts, w, size),
-                                             "tilelink": lambda: tilelink.moe_rs(h, ids, wts, w)}, args.iters)
-            if rank == 0:
-                print(f"{model},{tokens},{t['torch']:.4f},{t['tilelink']:.4f},{t['torch'] / t['tilelink']:.2f}",
-                      flush=True)
-            del h, w, want, got
-            torch.cuda.empty_cache()
-
-
 def act(y):
     gate, up = y.chunk(2, -1)
     return F.silu(gate) * up
 
 
+def cases(args, size):
+    """Every (model, token count): its shape and a routing of all tokens (uniform or Zipf)."""
+    for model, hidden, inter, experts, topk in MODELS:
+        for tokens in args.tokens:
+            tokens = tokens // size * size
+            gen = torch.Generator(device="cuda").manual_seed(4321)
+            ids = routing(tokens, experts, topk, args.routing == "zipf", gen)
+            yield model, tokens, hidden, inter, experts, topk, ids, gen
+
+
+def check_close(got, want, bound, what):
+    err = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
+    assert err < bound, f"{what}: tilelink and PyTorch disagree by {err:.3e} (relative to the largest value)"
+
+
+def report(rank, fields, flush=True):
+    if rank == 0:
+        print(",".join(f"{f:.4f}" if isinstance(f, float) else str(f) for f in fields), flush=flush)
+
+
+def bench_ag_moe(args, rank, size):
+    report(rank, ["# ag_moe, gate+up n = 2I/ranks"])
+    report(rank, ["model", "M", "torch_seq", "tilelink", "speed-up", "grouped_mm_torch", "grouped_mm_tilelink",
+                  "grouped_ratio"])
+    for model, tokens, hidden, inter, experts, topk, ids, _gen in cases(args, size):
+        m, n = tokens // size, 2 * inter // size
+        x = torch.randn(m, hidden, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(experts, n, hidden, device="cuda", dtype=torch.bfloat16) * hidden ** -0.5
+        check_close(tilelink.ag_moe(x, ids, w), torch_ag_moe(x, ids, w, size), 2e-2, f"ag_moe {model} M={tokens}")
+        # The grouped GEMM alone, on the sorted rows PyTorch builds (one group per expert).
+        xg = torch.empty((size * m, hidden), dtype=x.dtype, device=x.device)
+        dist.all_gather_into_tensor(xg, x)
+        order, offs = sort_by_expert(ids, experts)
+        a = xg[order // topk].contiguous()
+        wt = w.transpose(-2, -1)
+        check_close(tilelink.grouped_mm(a, w, offs), torch._grouped_mm(a, wt, offs=offs), 2e-2,
+                    f"grouped_mm {model} M={tokens}")
+        t = time_collective_interleaved({"torch": lambda: torch_ag_moe(x, ids, w, size),
+                                         "tilelink": lambda: tilelink.ag_moe(x, ids, w),
+                                         "g_torch": lambda: torch._grouped_mm(a, wt, offs=offs),
+                                         "g_tilelink": lambda: tilelink.grouped_mm(a, w, offs)}, args.iters)
+        report(rank, [model, tokens, t["torch"], t["tilelink"], f"{t['torch'] / t['tilelink']:.2f}", t["g_torch"],
+                      t["g_tilelink"], f"{t['g_torch'] / t['g_tilelink']:.2f}"])
+        del x, w, a, xg
+        torch.cuda.empty_cache()
+
+
+def bench_moe_rs(args, rank, size):
+    report(rank, ["# moe_rs, down projection k_shard = I/ranks"])
+    report(rank, ["model", "M", "torch_seq", "tilelink", "speed-up"])
+    for model, tokens, hidden, inter, experts, topk, ids, gen in cases(args, size):
+        ks = inter // size
+        wts = torch.rand(tokens, topk, device="cuda", generator=gen)
+        h = torch.randn(tokens * topk, ks, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(experts, hidden, ks, device="cuda", dtype=torch.bfloat16) * ks ** -0.5
+        check_close(tilelink.moe_rs(h, ids, wts, w), torch_moe_rs(h, ids, wts, w, size), 3e-2,
+                    f"moe_rs {model} M={tokens}")
+        t = time_collective_interleaved({"torch": lambda: torch_moe_rs(h, ids, wts, w, size),
+                                         "tilelink": lambda: tilelink.moe_rs(h, ids, wts, w)}, args.iters)
+        report(rank, [model, tokens, t["torch"], t["tilelink"], f"{t['torch'] / t['tilelink']:.2f}"])
+        del h, w
+        torch.cuda.empty_cache()
+
+
 def bench_layer(args, rank, size):
     """The whole MoE block: gate+up, SiLU x up, down. tilelink keeps the expert-sorted rows between
     its two ops (ag_moe sorted_layout, moe_rs h_rows); PyTorch runs both GEMMs sequentially."""
-    if rank == 0:
-        print("# MoE layer: ag_moe -> SiLU x up -> moe_rs")
-        print("model,M,torch_seq,tilelink,speed-up")
-    for model, hidden, inter, experts, topk in MODELS:
-        for tokens in args.tokens:
-            m, n = tokens // size, 2 * inter // size
-            gen = torch.Generator(device="cuda").manual_seed(4321)
-            ids = routing(m * size, experts, topk, args.routing == "zipf", gen)
-            wts = torch.rand(m * size, topk, device="cuda", generator=gen)
-            x = torch.randn(m, hidden, device="cuda", dtype=torch.bfloat16)
-            w1 = torch.randn(experts, n, hidden, device="cuda", dtype=torch.bfloat16) * hidden ** -0.5
-            w2 = torch.randn(experts, hidden, n // 2, device="cuda", dtype=torch.bfloat16) * (n // 2) ** -0.5
+    report(rank, ["# MoE layer: ag_moe -> SiLU x up -> moe_rs"])
+    report(rank, ["model", "M", "torch_seq", "tilelink", "speed-up"])
+    for model, tokens, hidden, inter, experts, topk, ids, gen in cases(args, size):
+        m, n = tokens // size, 2 * inter // size
+        wts = torch.rand(tokens, topk, device="cuda", generator=gen)
+        x = torch.randn(m, hidden, device="cuda", dtype=torch.bfloat16)
+        w1 = torch.randn(experts, n, hidden, device="cuda", dtype=torch.bfloat16) * hidden ** -0.5
+        w2 = torch.randn(experts, hidden, n // 2, device="cuda", dtype=torch.bfloat16) * (n // 2) ** -0.5
 
-            def torch_layer():
-                return torch_moe_rs(act(torch_ag_moe(x, ids, w1, size)), ids, wts, w2, size)
+        def torch_layer():
+            return torch_moe_rs(act(torch_ag_moe(x, ids, w1, size)), ids, wts, w2, size)
 
-            def tilelink_layer():
-                y, rows = tilelink.ag_moe(x, ids, w1, sorted_layout=True)
-                return tilelink.moe_rs(act(y), ids, wts, w2, h_rows=rows)
+        def tilelink_layer():
+            y, rows = tilelink.ag_moe(x, ids, w1, sorted_layout=True)
+            return tilelink.moe_rs(act(y), ids, wts, w2, h_rows=rows)
 
-            want, got = torch_layer(), tilelink_layer()
-            err = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
-            assert err < 3e-2, f"tilelink and PyTorch layers disagree by {err:.3e} at {model}, M={tokens}"
-            t = time_collective_interleaved({"torch": torch_layer, "tilelink": tilelink_layer}, args.iters)
-            if rank == 0:
-                print(f"{model},{tokens},{t['torch']:.4f},{t['tilelink']:.4f},{t['torch'] / t['tilelink']:.2f}",
-                      flush=True)
-            del x, w1, w2, want, got
-            torch.cuda.empty_cache()
+        check_close(tilelink_layer(), torch_layer(), 3e-2, f"MoE layer {model} M={tokens}")
+        t = time_collective_interleaved({"torch": torch_layer, "tilelink": tilelink_layer}, args.iters)
+        report(rank, [model, tokens, t["torch"], t["tilelink"], f"{t['torch'] / t['tilelink']:.2f}"])
+        del x, w1, w2
+        torch.cuda.empty_cache()
 
 
 def main():
@@ -149,51 +181,13 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, size = dist.get_rank(), dist.get_world_size()
     tl = tilelink.init(heap_bytes=6 << 30)
-    if rank == 0:
-        print(f"# {torch.cuda.get_device_name()}, {size} rank(s), torch {torch.__version__}, bf16, {args.routing} "
-              f"routing; ms, median of {args.iters}, slowest rank")
-    if args.op in ("ag_moe", "all"):
-        bench_ag_moe(args, rank, size)
-    if args.op in ("moe_rs", "all"):
-        bench_moe_rs(args, rank, size)
-    if args.op in ("layer", "all"):
-        bench_layer(args, rank, size)
+    report(rank, [f"# {torch.cuda.get_device_name()}, {size} rank(s), torch {torch.__version__}, bf16, "
+                  f"{args.routing} routing; ms, median of {args.iters}, slowest rank"])
+    for op, bench in (("ag_moe", bench_ag_moe), ("moe_rs", bench_moe_rs), ("layer", bench_layer)):
+        if args.op in (op, "all"):
+            bench(args, rank, size)
     tl.close()
     dist.destroy_process_group()
-
-
-def bench_ag_moe(args, rank, size):
-    if rank == 0:
-        print("# ag_moe, gate+up n = 2I/ranks")
-        print("model,M,torch_seq,tilelink,speed-up,grouped_mm_torch,grouped_mm_tilelink,grouped_ratio")
-    for model, hidden, inter, experts, topk in MODELS:
-        for tokens in args.tokens:
-            m, n = tokens // size, 2 * inter // size
-            gen = torch.Generator(device="cuda").manual_seed(4321)
-            ids = routing(m * size, experts, topk, args.routing == "zipf", gen)
-            x = torch.randn(m, hidden, device="cuda", dtype=torch.bfloat16)
-            w = torch.randn(experts, n, hidden, device="cuda", dtype=torch.bfloat16) * hidden ** -0.5
-            want, got = torch_ag_moe(x, ids, w, size), tilelink.ag_moe(x, ids, w)
-            err = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
-            assert err < 2e-2, f"tilelink and PyTorch disagree by {err:.3e} (relative to max) at {model}, M={tokens}"
-            # The grouped GEMM alone, on the sorted rows PyTorch builds (one group per expert).
-            xg = torch.empty((size * m, hidden), dtype=x.dtype, device=x.device)
-            dist.all_gather_into_tensor(xg, x)
-            order, offs = sort_by_expert(ids, experts)
-            a = xg[order // topk].contiguous()
-            wt = w.transpose(-2, -1)
-            g_want, g_got = torch._grouped_mm(a, wt, offs=offs), tilelink.grouped_mm(a, w, offs)
-            g_err = ((g_got.float() - g_want.float()).abs().max() / g_want.float().abs().max()).item()
-            assert g_err < 2e-2, f"grouped_mm disagrees with torch._grouped_mm by {g_err:.3e} at {model}, M={tokens}"
-            t = time_collective_interleaved({"torch": lambda: torch_ag_moe(x, ids, w, size),
-                                             "tilelink": lambda: tilelink.ag_moe(x, ids, w),
-                                             "g_torch": lambda: torch._grouped_mm(a, wt, offs=offs),
-                                             "g_tilelink": lambda: tilelink.grouped_mm(a, w, offs)}, args.iters)
-            if rank == 0:
-                print(f"{model},{tokens},{t['torch']:.4f},{t['tilelink']:.4f},{t['torch'] / t['tilelink']:.2f},"
-                      f"{t['g_torch']:.4f},{t['g_tilelink']:.4f},{t['g_torch'] / t['g_tilelink']:.2f}", flush=True)
-            del x, w, a, want, got, g_want, g_got, xg
-            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -9,15 +9,14 @@
 // the useful rows (M x topk).
 // moe_rs: grouped GEMM + top-k weighted sum + ReduceScatter, h [M x topk, I / ranks] per rank,
 // down projection [E, H, I / ranks]; the fused op and the decomposed one (GEMM, sums, NCCL).
-#include <cmath>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include "op_bench.hpp"
 #include "tilelink/ops/moe/ag_moe.hpp"
 #include "tilelink/ops/moe/moe_rs.hpp"
 #include "tilelink/testing/check.hpp"
+#include "tilelink/testing/moe_routing.hpp"
 
 namespace tilelink::bench {
 namespace {
@@ -29,21 +28,7 @@ struct MoeShape {
 };
 
 std::vector<int32_t> routing(int64_t tokens, int32_t experts, int32_t topk, bool zipf, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<double> weight(size_t(experts), 1.0);
-  if (zipf)
-    for (int e = 0; e < experts; ++e) weight[size_t(e)] = 1.0 / std::pow(e + 1.0, 1.2);
-  std::vector<int32_t> ids(size_t(tokens * topk));
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::vector<double> w = weight;
-    for (int j = 0; j < topk; ++j) {
-      std::discrete_distribution<int> pick(w.begin(), w.end());
-      const int e = pick(rng);
-      ids[size_t(t * topk + j)] = e;
-      w[size_t(e)] = 0.0;
-    }
-  }
-  return ids;
+  return test::random_routing(zipf ? test::Routing::zipf : test::Routing::uniform, experts, topk, tokens, seed);
 }
 
 const std::vector<MoeShape> kShapes = {{"Qwen1.5-MoE-A2.7B", 2048, 1408, 60, 4}, {"Mixtral-8x7B", 4096, 14336, 8, 2},

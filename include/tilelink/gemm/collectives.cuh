@@ -125,6 +125,22 @@ struct HookedMainloop : Base {
 };
 
 // ---- epilogue ------------------------------------------------------------------------------
+// After a tile's epilogue: the TMA stores were issued by warp 0 of the storing threads
+// (CUTLASS's issue_tma_store), each lane committing its own bulk async-groups, so every lane of
+// that warp waits for its own, the writes are made visible to the generic proxy, and one thread
+// publishes the tile. Shared by the dense and the grouped epilogues.
+template <class Hooks>
+CUTLASS_DEVICE void publish_stored_tile(Hooks const& hooks, TileCoord const& t, int thread_idx) {
+  if (thread_idx / 32 == 0) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // writes done, not just smem read
+    asm volatile("fence.proxy.async.global;" ::: "memory");    // async-proxy writes -> generic
+    __syncwarp();
+    if (thread_idx % 32 == 0) hooks.after_store(t);
+#endif
+  }
+}
+
 template <class Base, class Hooks, NotifyMode Mode>
 class HookedEpilogue : public Base {
  public:
@@ -217,16 +233,7 @@ class HookedEpilogue : public Base {
   // The epilogue's TMA stores are issued (and committed into bulk async-groups) by warp 0 of
   // the threads that run store() (thread_idx / 32 == 0): CUTLASS's `issue_tma_store`. Bulk
   // groups are per thread, so every lane of that warp waits for its own groups.
-  CUTLASS_DEVICE void publish(TileCoord const& t, int thread_idx) {
-    if (thread_idx / 32 == 0) {
-#if defined(__CUDA_ARCH__)
-      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // writes done, not just smem read
-      asm volatile("fence.proxy.async.global;" ::: "memory");    // async-proxy writes -> generic
-      __syncwarp();
-      if (thread_idx % 32 == 0) hooks_.after_store(t);
-#endif
-    }
-  }
+  CUTLASS_DEVICE void publish(TileCoord const& t, int thread_idx) { publish_stored_tile(hooks_, t, thread_idx); }
   CUTLASS_DEVICE void publish_pending(int thread_idx) {
     if (has_pending_) {
       publish(pending_, thread_idx);

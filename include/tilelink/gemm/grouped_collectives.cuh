@@ -126,16 +126,7 @@ class HookedArrayEpilogue : public Base {
           cute::size<0>(TileShapeMNK{}), cute::size<1>(TileShapeMNK{}),
           static_cast<int>(cute::get<0>(problem_shape_mnkl)), static_cast<int>(cute::get<1>(problem_shape_mnkl)),
           static_cast<int>(cute::get<3>(tile_coord_mnkl)));
-      // The TMA stores were issued by warp 0 of the storing threads, each lane waiting for its
-      // own bulk groups (as in the dense engine's eager mode).
-      if (t.rows > 0 && t.cols > 0 && thread_idx / 32 == 0) {
-#if defined(__CUDA_ARCH__)
-        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-        asm volatile("fence.proxy.async.global;" ::: "memory");
-        __syncwarp();
-        if (thread_idx % 32 == 0) hooks_.after_store(t);
-#endif
-      }
+      if (t.rows > 0 && t.cols > 0) publish_stored_tile(hooks_, t, thread_idx);
     }
     return next;
   }

@@ -23,6 +23,21 @@
 
 namespace tilelink::tile {
 
+#if defined(__CUDACC__)
+// consumer_tile_wait for a GEMM's producer warp (every lane calls it): one lane acquires the local
+// slots with the lean wait (the warp runs on 40 registers), then every lane orders its later TMA
+// (async proxy) reads after that acquire.
+TL_DEVICE void producer_warp_wait(const ll::Team& team, const uint64_t* signals, SlotRange deps) {
+  if ((threadIdx.x & 31) == 0) {
+    const uint64_t epoch = ll::call_epoch(team);
+    for (int32_t s = deps.begin; s < deps.end; ++s)
+      ll::signal_wait_local_lean(team, signals, s, epoch, s, ll::LeanSite("consumer_tile_wait"));
+  }
+  __syncwarp();
+  ll::fence_proxy_async_global();
+}
+#endif
+
 struct GatherWaitHooks {
   static constexpr bool kWaitsBeforeLoad = true;
   static constexpr bool kNotifiesAfterStore = false;
@@ -37,19 +52,9 @@ struct GatherWaitHooks {
   TL_DEVICE int order_m(int unit, int num_units, int rows_per_unit) const {
     return Rotate{unit_of_row(first_row, rows_per_unit)}(unit, num_units);
   }
-  // Producer warp: one lane acquires the chunks, then every lane orders its later TMA (async
-  // proxy) reads after that acquire.
+  // Producer warp, every lane: the chunks the tile's rows come from.
   TL_DEVICE void before_load(const gemm::TileCoord& c) const {
-    if (signals == nullptr) return;
-    if ((threadIdx.x & 31) == 0) {
-      // consumer_tile_wait, lowered with the lean wait: this warp runs on 40 registers.
-      const SlotRange deps = map.wait_slots(RowRange{c.row0, c.rows});
-      const uint64_t epoch = ll::call_epoch(team);
-      for (int32_t s = deps.begin; s < deps.end; ++s)
-        ll::signal_wait_local_lean(team, signals, s, epoch, s, ll::LeanSite("consumer_tile_wait"));
-    }
-    __syncwarp();
-    ll::fence_proxy_async_global();
+    if (signals != nullptr) producer_warp_wait(team, signals, map.wait_slots(RowRange{c.row0, c.rows}));
   }
   TL_DEVICE void after_store(const gemm::TileCoord&) const {}
 #endif
@@ -103,16 +108,7 @@ struct GroupWaitHooks {
 #if defined(__CUDACC__)
   TL_DEVICE int order_m(int unit, int, int) const { return unit; }
   TL_DEVICE void before_load(const gemm::TileCoord& c) const {
-    if (signals == nullptr) return;
-    if ((threadIdx.x & 31) == 0) {
-      // consumer_tile_wait, lowered with the lean wait (the producer warp runs on 40 registers).
-      const SlotRange deps = map.wait_slots(c.group);
-      const uint64_t epoch = ll::call_epoch(team);
-      for (int32_t s = deps.begin; s < deps.end; ++s)
-        ll::signal_wait_local_lean(team, signals, s, epoch, s, ll::LeanSite("consumer_tile_wait"));
-    }
-    __syncwarp();
-    ll::fence_proxy_async_global();
+    if (signals != nullptr) producer_warp_wait(team, signals, map.wait_slots(c.group));
   }
   TL_DEVICE void after_store(const gemm::TileCoord&) const {}
 #endif
