@@ -9,6 +9,7 @@
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "ops/allgather_ll/allgather_ll_call.hpp"
@@ -16,6 +17,7 @@
 #include "ops/common/uniform_check.hpp"
 #include "ops/flash_decode/decode_kernels.cuh"
 #include "ops/flash_decode/decode_mma.cuh"
+#include "tilelink/gemm/gemm.hpp"
 
 namespace tilelink {
 namespace {
@@ -50,13 +52,38 @@ void validate(const Context& ctx, const FlashDecodeArgs& a, const FlashDecodeOpt
   TL_REQUIRE(o.splits >= 0, kOp, ": splits must be >= 0");
 }
 
+// The partial kernel needs more than 48 KiB of shared memory, which a kernel is allowed per device
+// (a function attribute belongs to one device's context): allowed on every device a Context is
+// made on (with the GEMM kernels' one-time setup, which may wait for the device), and at a launch
+// on a device that was not prepared. Allowing it once per process left an in-process rank on a
+// second GPU launching with no permission (cudaErrorInvalidValue).
+template <class T, int D>
+void allow_partial_smem(int device) {
+  static std::atomic<bool> allowed[64];
+  const bool cached = device >= 0 && device < 64;
+  if (cached && allowed[device].load()) return;
+  TL_CUDA_CHECK(cudaFuncSetAttribute(ops::decode::decode_partial_mma_kernel<T, D>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(sizeof(ops::decode::MmaSmem<D>))));
+  if (cached) allowed[device].store(true);
+}
+
+void allow_partial_smem_every_kernel(int device) {
+  allow_partial_smem<__nv_bfloat16, 64>(device);
+  allow_partial_smem<__nv_bfloat16, 128>(device);
+  allow_partial_smem<__half, 64>(device);
+  allow_partial_smem<__half, 128>(device);
+}
+[[maybe_unused]] const bool partial_setup_registered =
+    gemm::detail::register_kernel_setup(&allow_partial_smem_every_kernel);
+
 template <class T, int D>
 void launch_partial(const ops::decode::PartialParams& p, int splits, int kv_heads, int batch, cudaStream_t s) {
-  const int smem = int(sizeof(ops::decode::MmaSmem<D>));
-  auto kernel = ops::decode::decode_partial_mma_kernel<T, D>;
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  TL_CUDA_CHECK(attr);
-  kernel<<<dim3(splits, kv_heads, batch), ops::decode::kMmaThreads, smem, s>>>(p);
+  int device = 0;
+  TL_CUDA_CHECK(cudaGetDevice(&device));
+  allow_partial_smem<T, D>(device);
+  ops::decode::decode_partial_mma_kernel<T, D>
+      <<<dim3(splits, kv_heads, batch), ops::decode::kMmaThreads, int(sizeof(ops::decode::MmaSmem<D>)), s>>>(p);
 }
 
 template <class T>
