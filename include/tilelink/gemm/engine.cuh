@@ -129,28 +129,42 @@ DeviceOnce& device_once() {
   return once;
 }
 
-// The setup of one kernel on `device` (the current device); returns the clusters that fit.
+// One compiled cluster kernel, as its one-time setup sees it.
+struct ClusterKernel {
+  const void* fn;       // &cutlass::device_kernel<GemmKernel>
+  int smem_bytes;
+  int cluster_m, cluster_n;
+  dim3 block;
+  const char* engine;   // "gemm" or "grouped_gemm", for errors
+  const char* name;     // the config
+};
+
+// The setup of one kernel on `device` (the current device): its dynamic shared memory attribute
+// (per device) and the clusters that fit on an empty device, cached in `once`. Returns those.
+inline int setup_cluster_kernel_on(const ClusterKernel& k, DeviceOnce& once, int device) {
+  int max_clusters = device < DeviceOnce::kMaxDevices ? once.max_active_clusters[device].load() : 0;
+  if (max_clusters > 0) return max_clusters;
+  cudaError_t e = cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes);
+  TL_REQUIRE(e == cudaSuccess, k.engine, "[", k.name, "]: cudaFuncSetAttribute(", k.smem_bytes,
+             " B smem) failed: ", cudaGetErrorString(e));
+  const ClusterLaunch one(k.cluster_m, k.cluster_n, dim3(k.cluster_m, k.cluster_n, 1), k.block, k.smem_bytes, nullptr);
+  e = cudaOccupancyMaxActiveClusters(&max_clusters, k.fn, &one.cfg);
+  if (e != cudaSuccess || max_clusters <= 0) {
+    (void)cudaGetLastError();
+    max_clusters = device_sm_count(device) / (k.cluster_m * k.cluster_n);
+  }
+  if (device < DeviceOnce::kMaxDevices) once.max_active_clusters[device].store(max_clusters);
+  return max_clusters;
+}
+
 template <class Element, class Hooks, GemmConfig C>
 int setup_kernel_on(int device) {
   using GemmKernel = typename Kernel<Element, Hooks, C>::GemmKernel;
   constexpr GemmConfigInfo info = config_info(C);
-  DeviceOnce& once = device_once<Element, Hooks, C>();
-  int max_clusters = device < DeviceOnce::kMaxDevices ? once.max_active_clusters[device].load() : 0;
-  if (max_clusters > 0) return max_clusters;
-  auto kernel_fn = &cutlass::device_kernel<GemmKernel>;
-  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
-  cudaError_t e = cudaFuncSetAttribute(kernel_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-  TL_REQUIRE(e == cudaSuccess, "gemm[", info.name, "]: cudaFuncSetAttribute(", smem_bytes,
-             " B smem) failed: ", cudaGetErrorString(e));
-  const ClusterLaunch one(info.cluster_m, info.cluster_n, dim3(info.cluster_m, info.cluster_n, 1),
-                          GemmKernel::get_block_shape(), smem_bytes, nullptr);
-  e = cudaOccupancyMaxActiveClusters(&max_clusters, kernel_fn, &one.cfg);
-  if (e != cudaSuccess || max_clusters <= 0) {
-    (void)cudaGetLastError();
-    max_clusters = device_sm_count(device) / (info.cluster_m * info.cluster_n);
-  }
-  if (device < DeviceOnce::kMaxDevices) once.max_active_clusters[device].store(max_clusters);
-  return max_clusters;
+  const ClusterKernel k{reinterpret_cast<const void*>(&cutlass::device_kernel<GemmKernel>),
+                        int(GemmKernel::SharedStorageSize), info.cluster_m, info.cluster_n,
+                        GemmKernel::get_block_shape(), "gemm", info.name};
+  return setup_cluster_kernel_on(k, device_once<Element, Hooks, C>(), device);
 }
 
 template <class Element, class Hooks, GemmConfig C>

@@ -208,25 +208,11 @@ template <class Element, class Hooks, GroupedConfig C>
 int grouped_setup_kernel_on(int device) {
   using K = GroupedKernel<Element, Hooks, C>;
   using GemmKernel = typename K::GemmKernel;
-  constexpr int cluster_m = cute::size<0>(typename K::ClusterShape{});
-  constexpr int cluster_n = cute::size<1>(typename K::ClusterShape{});
-  DeviceOnce& once = grouped_device_once<Element, Hooks, C>();
-  int max_clusters = device < DeviceOnce::kMaxDevices ? once.max_active_clusters[device].load() : 0;
-  if (max_clusters > 0) return max_clusters;
-  auto kernel_fn = &cutlass::device_kernel<GemmKernel>;
-  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
-  cudaError_t e = cudaFuncSetAttribute(kernel_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-  TL_REQUIRE(e == cudaSuccess, "grouped_gemm[", K::Traits::kName, "]: cudaFuncSetAttribute(", smem_bytes,
-             " B smem) failed: ", cudaGetErrorString(e));
-  const ClusterLaunch one(cluster_m, cluster_n, dim3(cluster_m, cluster_n, 1), GemmKernel::get_block_shape(),
-                          smem_bytes, nullptr);
-  e = cudaOccupancyMaxActiveClusters(&max_clusters, kernel_fn, &one.cfg);
-  if (e != cudaSuccess || max_clusters <= 0) {
-    (void)cudaGetLastError();
-    max_clusters = device_sm_count(device) / (cluster_m * cluster_n);
-  }
-  if (device < DeviceOnce::kMaxDevices) once.max_active_clusters[device].store(max_clusters);
-  return max_clusters;
+  const ClusterKernel k{reinterpret_cast<const void*>(&cutlass::device_kernel<GemmKernel>),
+                        int(GemmKernel::SharedStorageSize), int(cute::size<0>(typename K::ClusterShape{})),
+                        int(cute::size<1>(typename K::ClusterShape{})), GemmKernel::get_block_shape(),
+                        "grouped_gemm", K::Traits::kName};
+  return setup_cluster_kernel_on(k, grouped_device_once<Element, Hooks, C>(), device);
 }
 
 template <class Element, class Hooks, GroupedConfig C>
@@ -316,3 +302,8 @@ size_t detail::grouped_workspace_bytes_of(int32_t num_groups, int sm_budget) {
           &::tilelink::gemm::detail::grouped_setup_kernel_registered<ELEMENT, HOOKS,                       \
                                                                      ::tilelink::gemm::GroupedConfig::CONFIG>); \
   }
+
+// Instantiates the workspace-size query of one (ELEMENT, config) (grouped_gemm_workspace_bytes).
+#define TILELINK_GROUPED_WORKSPACE_INSTANTIATE(ELEMENT, CONFIG)                                        \
+  template size_t ::tilelink::gemm::detail::grouped_workspace_bytes_of<ELEMENT,                      \
+                                                                      ::tilelink::gemm::GroupedConfig::CONFIG>(int32_t, int);

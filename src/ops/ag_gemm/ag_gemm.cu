@@ -125,10 +125,7 @@ void enqueue_per_rank_gemms(Context& ctx, AgGemmState& st, const AgGemmArgs& a, 
   // every peer; wait until every peer's rows are in its slot.
   if (st.pull_used) tile::stream_wait(main, team, done, world, me, pull_epoch);
   tile::rank_copy_data(main, gathered + me * rank_bytes, a.a, size_t(rank_bytes));
-  std::vector<tile::SlotSpan> ready_at_peers;
-  for (int q = 0; q < world; ++q)
-    if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
-  tile::stream_notify(main, team, ready_at_peers);
+  tile::stream_notify(main, team, ops::my_slot_at_peers(ctx, ready));
   tile::stream_wait(main, team, ready, world, me);
 
   // Side stream: pull the peers' rows in ring order, then tell them this rank is done reading.
@@ -139,10 +136,7 @@ void enqueue_per_rank_gemms(Context& ctx, AgGemmState& st, const AgGemmArgs& a, 
     tile::rank_copy_data(side, rows, ctx.peer_ptr(rows, tile::ring_next(me, step, world)), size_t(rank_bytes));
     TL_CUDA_CHECK(cudaEventRecord(st.pulled[step - 1], side));
   }
-  std::vector<tile::SlotSpan> done_at_peers{{pull_epoch}};
-  for (int q = 0; q < world; ++q)
-    if (q != me) done_at_peers.push_back({ctx.peer_ptr(done + me, q)});
-  tile::stream_notify(side, team, done_at_peers);
+  tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, done, {{pull_epoch}}));
   st.pull_used = true;
 
   // Caller's stream: the GEMMs, each rank's rows into its rows of C. This rank's own rows are read
@@ -265,10 +259,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     if (st.pull_used || ctx.capturing()) tile::stream_wait(side, team, done, world, me, pull_epoch);
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
     // My chunks (for my GEMM) and "ready" (for my peers), in one kernel.
-    std::vector<tile::SlotSpan> publish{{chunk_sig + map.tile(me, 0), cpr}};
-    for (int q = 0; q < world; ++q)
-      if (q != me) publish.push_back({ctx.peer_ptr(ready + me, q)});
-    tile::stream_notify(side, team, publish);
+    tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready, {{chunk_sig + map.tile(me, 0), cpr}}));
 
     ctx.trace("side stream: own rows copied and published, ready sent");
     if (sm_engine) {
@@ -305,10 +296,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     }
     if (o.mode == CommMode::pull) {
       // "done" at every peer, and this call's epoch for this rank's next call to wait on.
-      std::vector<tile::SlotSpan> done_at_peers{{pull_epoch}};
-      for (int q = 0; q < world; ++q)
-        if (q != me) done_at_peers.push_back({ctx.peer_ptr(done + me, q)});
-      tile::stream_notify(side, team, done_at_peers);
+      tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, done, {{pull_epoch}}));
       st.pull_used = true;
     }
   }

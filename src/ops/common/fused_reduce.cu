@@ -104,10 +104,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   if (world > 1) {
     // This rank's buffers are free for this call: its previous call ended (stream order). One
     // kernel for all peers.
-    std::vector<tile::SlotSpan> ready_at_peers;
-    for (int q = 0; q < world; ++q)
-      if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
-    tile::stream_notify(reducer_stream, team, ready_at_peers);
+    tile::stream_notify(reducer_stream, team, ops::my_slot_at_peers(ctx, ready));
   }
 
   // One rank: nobody consumes the tile notifications, and publishing costs every CTA a wait for

@@ -9,8 +9,11 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "tilelink/runtime/context.hpp"
 #include "tilelink/runtime/error.hpp"
+#include "tilelink/tile/stream_signal.cuh"
 
 namespace tilelink::ops {
 
@@ -55,6 +58,16 @@ inline bool drain_on_new_slots(Context& ctx, SideStream& side, cudaStream_t main
   ctx.barrier();
   last = slots;
   return true;
+}
+
+// This rank's slot of a per-rank signal array (`rank_slots[me]`) on every peer, as mapped here,
+// after the spans in `first`: what one stream_notify raises to tell every peer "ready" or "done"
+// (with this rank's own slots that the same kernel publishes).
+inline std::vector<tile::SlotSpan> my_slot_at_peers(const Context& ctx, uint64_t* rank_slots,
+                                                    std::vector<tile::SlotSpan> first = {}) {
+  for (int q = 0; q < ctx.num_ranks(); ++q)
+    if (q != ctx.rank()) first.push_back({ctx.peer_ptr(rank_slots + ctx.rank(), q)});
+  return first;
 }
 
 }  // namespace tilelink::ops

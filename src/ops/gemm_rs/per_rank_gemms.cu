@@ -1,6 +1,8 @@
 // src/ops/gemm_rs/per_rank_gemms.cu — see per_rank_gemms.hpp.
 #include "ops/gemm_rs/per_rank_gemms.hpp"
 
+#include "ops/common/side_stream.hpp"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -42,10 +44,7 @@ void per_rank_gemms_reduce_scatter(Context& ctx, ReduceState& st, const ReduceRe
   const ll::Team team = ctx.team();
   // Handshake before the first GEMM: this rank's recv slots are free (its previous call summed
   // them, in stream order); wait until every peer's are.
-  std::vector<tile::SlotSpan> ready_at_peers;
-  for (int q = 0; q < world; ++q)
-    if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
-  tile::stream_notify(main, team, ready_at_peers);
+  tile::stream_notify(main, team, ops::my_slot_at_peers(ctx, ready));
   tile::stream_wait(main, team, ready, world, me);
 
   // The peers' rows first, in ring order, each pushed by the copy engine while the next GEMM runs.
@@ -62,10 +61,7 @@ void per_rank_gemms_reduce_scatter(Context& ctx, ReduceState& st, const ReduceRe
   }
   // Signals after the last copy: a signal kernel queued while cuBLAS holds every SM would wait
   // for the GEMM's end anyway, and nobody needs them before this rank's own GEMM is done.
-  std::vector<tile::SlotSpan> arrived_at_peers;
-  for (int q = 0; q < world; ++q)
-    if (q != me) arrived_at_peers.push_back({ctx.peer_ptr(arrived + me, q)});
-  tile::stream_notify(side, team, arrived_at_peers);
+  tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, arrived));
 
   // This rank's own rows, then the sum of every rank's partial of them.
   ctx.cublas().run(r.dtype, a + me * a_block_bytes, r.b, recv + me * block_bytes, rows, r.n, r.k, main);

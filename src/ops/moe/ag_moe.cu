@@ -101,7 +101,8 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
 
   // Buffers: the staging of this rank's tokens (read by the peers), the sorted tokens, the
   // sorted output (unless y takes it), the tables, the GEMM's arguments.
-  char* staging = static_cast<char*>(ctx.symmetric_workspace("ag_moe.staging", a.m_per_rank * row_bytes));
+  char* staging =
+      fused ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.staging", a.m_per_rank * row_bytes)) : nullptr;
   char* gathered = path == OpPath::decomposed && world > 1
                        ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.gathered", tokens * row_bytes))
                        : nullptr;
@@ -121,7 +122,8 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
   ctx.begin_op(kOp, main);
   const ll::Team team = ctx.team();
   const ops::MoeRoutingTables tables =
-      ops::enqueue_moe_routing(rs, a.topk_ids, routing_ws, routing_bytes, st.bad_ids.device_counter(), main);
+      ops::enqueue_moe_routing(rs, a.topk_ids, routing_ws, routing_bytes, st.bad_ids.device_counter(), main,
+                               a.sorted_rows);
 
   ops::MoeGatherParams gp{team, map, nullptr, sorted, tables.sorted_entry, tables.group_end, nullptr, a.topk,
                           a.m_per_rank, row_bytes, chunk_slots, ready, true};
@@ -145,18 +147,12 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
     st.side.fork(main);
     if (st.pull_used || ctx.capturing()) tile::stream_wait(side, team, done, world, me, pull_epoch);
     tile::rank_copy_data(side, staging, a.x, size_t(a.m_per_rank * row_bytes));
-    std::vector<tile::SlotSpan> ready_at_peers;
-    for (int q = 0; q < world; ++q)
-      if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
-    tile::stream_notify(side, team, ready_at_peers);
+    tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready));
     gp.source = staging;
     gp.from_self = false;
     ops::moe_gather_kernel<<<comm_sms, ops::kMoeThreads, 0, side>>>(gp);
     TL_CUDA_CHECK(cudaGetLastError());
-    std::vector<tile::SlotSpan> done_at_peers{{pull_epoch}};
-    for (int q = 0; q < world; ++q)
-      if (q != me) done_at_peers.push_back({ctx.peer_ptr(done + me, q)});
-    tile::stream_notify(side, team, done_at_peers);
+    tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, done, {{pull_epoch}}));
     st.pull_used = true;
   }
   ctx.trace("routing and gather enqueued");
@@ -169,9 +165,7 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
   } else {
     ops::run_grouped(g, cfg, gemm::NoHooks{}, gemm_sms, gemm_ws, gemm_bytes, main);
   }
-  if (a.sorted_rows) {
-    TL_CUDA_CHECK(cudaMemcpyAsync(a.sorted_rows, tables.entry_row, size_t(entries) * 4, cudaMemcpyDeviceToDevice, main));
-  } else {
+  if (!a.sorted_rows) {  // with sorted_rows the routing wrote each entry's row there itself
     const int blocks = int(std::min<int64_t>((entries + 7) / 8, 4 * ctx.sm_count()));
     ops::moe_unsort_kernel<<<blocks, 256, 0, main>>>(static_cast<char*>(a.y), y_sorted, tables.entry_row, entries,
                                                      out_row_bytes);

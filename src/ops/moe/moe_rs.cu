@@ -2,11 +2,11 @@
 //
 // Per call on rank r (world W, epoch e advanced on the device by begin_op), caller's stream:
 //   the routing tables, groups (chunk, expert) with chunk c = the tokens of rank (r + 1 + c) % W
-//   (the rows the next rank needs first, r's own last); h's rows into that order; the tiles each
-//   chunk has; the chunks' counting signals armed for this call.
+//   (the rows the next rank needs first, r's own last); h's rows into that order; the chunks'
+//   counting signals armed for this call.
 // Side stream (forked there): tell every peer "ready" (r's receive buffer is free: its previous
 //   call ended, in stream order), then the reduce kernel: for each chunk, wait until all of its
-//   tiles are stored, write its tokens' top-k weighted sums into their rank's receive buffer,
+//   tiles (counted from the routing's group sizes) are stored, write its tokens' top-k weighted sums into their rank's receive buffer,
 //   publish; finally add the ranks' partials of r's own tokens into out, in rank order.
 // Caller's stream: the grouped GEMM, every stored tile counted in its chunk's signal. Join.
 // Decomposed: GEMM, weighted sums of all tokens, NCCL reduce-scatter. One rank: GEMM, sums.
@@ -105,7 +105,6 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
   char* y_sorted = static_cast<char*>(ctx.symmetric_workspace("moe_rs.y_sorted", entries * a.hidden * esize));
   void* routing_ws = ctx.symmetric_workspace("moe_rs.routing", routing_bytes);
   void* gemm_ws = ctx.symmetric_workspace("moe_rs.gemm", gemm_bytes);
-  auto* chunk_tiles = static_cast<int32_t*>(ctx.symmetric_workspace("moe_rs.chunk_tiles", size_t(world) * 4));
   void* partial = !fused && world > 1 ? ctx.symmetric_workspace("moe_rs.partial", a.tokens * a.hidden * esize) : nullptr;
   float* recv = fused ? static_cast<float*>(ctx.symmetric_workspace("moe_rs.recv", size_t(world * m * a.hidden) * 4))
                       : nullptr;
@@ -143,16 +142,23 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
     nccl_check(ncclReduceScatter(partial, a.out, size_t(m * a.hidden), nccl_type(a.dtype), ncclSum, nccl_comm(ctx), main),
                ctx, "ncclReduceScatter");
   } else {
-    ops::enqueue_moe_chunk_tiles(rs, tables, tile_shape.tile_m, tile_shape.tile_n, a.hidden, chunk_tiles, main);
     ops::moe_rs_arm_kernel<<<1, 32 * ((world + 31) / 32), 0, main>>>(team, counters, world);
     TL_CUDA_CHECK(cudaGetLastError());
     const cudaStream_t side = st.side.get();
     st.side.fork(main);
-    std::vector<tile::SlotSpan> ready_at_peers;
-    for (int q = 0; q < world; ++q)
-      if (q != me) ready_at_peers.push_back({ctx.peer_ptr(ready + me, q)});
-    tile::stream_notify(side, team, ready_at_peers);
-    const ops::MoeRsFusedParams p{team, sum, m, counters, chunk_tiles, recv, recv_slots, ready, a.out};
+    tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready));
+    const ops::MoeRsFusedParams p{team,
+                                  sum,
+                                  m,
+                                  counters,
+                                  tables.group_end,
+                                  a.num_experts,
+                                  tile_shape.tile_m,
+                                  int32_t((a.hidden + tile_shape.tile_n - 1) / tile_shape.tile_n),
+                                  recv,
+                                  recv_slots,
+                                  ready,
+                                  a.out};
     if (a.dtype == DType::bf16) ops::moe_rs_fused_kernel<__nv_bfloat16><<<comm_sms, ops::kMoeRsThreads, 0, side>>>(p);
     else ops::moe_rs_fused_kernel<__half><<<comm_sms, ops::kMoeRsThreads, 0, side>>>(p);
     TL_CUDA_CHECK(cudaGetLastError());

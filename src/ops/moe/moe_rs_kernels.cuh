@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "tilelink/ops/common/vec8.cuh"
 #include "tilelink/tile.cuh"
 
 namespace tilelink::ops {
@@ -35,7 +36,9 @@ struct MoeRsFusedParams {
   MoeTopkSum sum;
   int64_t tokens_per_rank;
   const uint64_t* chunk_count;  // local [world]: counting signals of the GEMM tiles per chunk
-  const int32_t* chunk_tiles;   // local [world]: tiles of each chunk
+  const int32_t* group_end;     // the routing's groups (chunk-major, `experts` per chunk)
+  int32_t experts;
+  int32_t tile_m, tiles_n;      // the grouped GEMM's tile rows and tiles per row of output
   float* recv;                  // symmetric [world (source)][tokens_per_rank][hidden]
   uint64_t* recv_slots;         // symmetric [blocks][world (source)] (peer_tile_notify's layout)
   const uint64_t* ready;        // symmetric [world]: rank q read its previous call's partials
@@ -45,19 +48,14 @@ struct MoeRsFusedParams {
 #if defined(__CUDACC__)
 namespace detail {
 
-template <class T>
-TL_DEVICE void to_float8(const uint4& v, float* f) {
-  const T* h = reinterpret_cast<const T*>(&v);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = float(h[i]);
-}
-template <class T>
-TL_DEVICE uint4 from_float8(const float* f) {
-  uint4 v;
-  T* h = reinterpret_cast<T*>(&v);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) h[i] = T(f[i]);
-  return v;
+// The grouped GEMM tiles of chunk c: each of its groups' rows in tile_m-row tiles, tiles_n wide.
+TL_DEVICE uint32_t chunk_tiles(const MoeRsFusedParams& p, int32_t c) {
+  uint32_t tiles = 0;
+  for (int32_t g = c * p.experts; g < (c + 1) * p.experts; ++g) {
+    const int32_t rows = p.group_end[g] - (g == 0 ? 0 : p.group_end[g - 1]);
+    tiles += uint32_t((rows + p.tile_m - 1) / p.tile_m) * uint32_t(p.tiles_n);
+  }
+  return tiles;
 }
 
 // 8 columns [v*8, v*8 + 8) of token t's weighted sum over its top-k rows.
@@ -68,11 +66,8 @@ TL_DEVICE void topk_sum8(const MoeTopkSum& s, int64_t t, int64_t v, float* acc) 
   for (int32_t j = 0; j < s.topk; ++j) {
     const int32_t row = s.entry_row[t * s.topk + j];
     if (row < 0) continue;  // an invalid expert id contributes nothing
-    const float wt = s.topk_weights[t * s.topk + j];
-    float f[8];
-    to_float8<T>(reinterpret_cast<const uint4*>(s.y_sorted + int64_t(row) * s.hidden * 2)[v], f);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc[i] += wt * f[i];
+    Vec8<T>::add_scaled(acc, reinterpret_cast<const uint4*>(s.y_sorted + int64_t(row) * s.hidden * 2)[v],
+                        s.topk_weights[t * s.topk + j]);
   }
 }
 
@@ -86,7 +81,7 @@ __global__ void __launch_bounds__(256) moe_topk_sum_kernel(const MoeTopkSum s, T
     for (int64_t v = lane; v < s.hidden / 8; v += 32) {
       float acc[8];
       detail::topk_sum8<T>(s, first + i, v, acc);
-      reinterpret_cast<uint4*>(out + i * s.hidden)[v] = detail::from_float8<T>(acc);
+      reinterpret_cast<uint4*>(out + i * s.hidden)[v] = Vec8<T>::pack(acc);
     }
 }
 
@@ -100,7 +95,7 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
   for (int32_t c = 0; c < world; ++c) {
     const int32_t dst = (me + 1 + c) % world;
     if (threadIdx.x == 0) {
-      tile::count_wait(p.team, p.chunk_count + c, uint32_t(p.chunk_tiles[c]), c);
+      tile::count_wait(p.team, p.chunk_count + c, detail::chunk_tiles(p, c), c);
       // dst's receive buffer is free once it began this call (it read the last one's before).
       if (dst != me) tile::rank_wait(p.team, p.ready, dst);
     }
@@ -131,7 +126,7 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
         acc[0] += a.x, acc[1] += a.y, acc[2] += a.z, acc[3] += a.w;
         acc[4] += b.x, acc[5] += b.y, acc[6] += b.z, acc[7] += b.w;
       }
-      reinterpret_cast<uint4*>(out + i * h)[v] = detail::from_float8<T>(acc);
+      reinterpret_cast<uint4*>(out + i * h)[v] = Vec8<T>::pack(acc);
     }
 }
 

@@ -89,26 +89,7 @@ __global__ void routing_inverse_kernel(MoeRoutingShape s, const int32_t* __restr
   }
 }
 
-__global__ void chunk_tiles_kernel(MoeRoutingShape s, const int32_t* __restrict__ group_end, int tile_m,
-                                   int32_t tiles_n, int32_t* tiles_per_chunk) {
-  const int32_t c = int32_t(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= s.world) return;
-  int32_t tiles = 0;
-  for (int32_t g = c * s.experts; g < (c + 1) * s.experts; ++g) {
-    const int32_t rows = group_end[g] - (g == 0 ? 0 : group_end[g - 1]);
-    tiles += (rows + tile_m - 1) / tile_m * tiles_n;
-  }
-  tiles_per_chunk[c] = tiles;
-}
-
 }  // namespace
-
-void enqueue_moe_chunk_tiles(const MoeRoutingShape& s, const MoeRoutingTables& t, int tile_m, int tile_n, int64_t n,
-                             int32_t* tiles_per_chunk, cudaStream_t stream) {
-  chunk_tiles_kernel<<<(s.world + 127) / 128, 128, 0, stream>>>(s, t.group_end, tile_m,
-                                                               int32_t((n + tile_n - 1) / tile_n), tiles_per_chunk);
-  TL_CUDA_CHECK(cudaGetLastError());
-}
 
 MoeRoutingErrors::MoeRoutingErrors() {
   void* host = nullptr;
@@ -137,14 +118,16 @@ int moe_routing_key_bits(int32_t groups) {
 size_t moe_routing_workspace_bytes(const MoeRoutingShape& shape) { return layout_of(shape).total; }
 
 MoeRoutingTables enqueue_moe_routing(const MoeRoutingShape& s, const int32_t* topk_ids, void* workspace,
-                                     size_t workspace_bytes, int32_t* bad_ids, cudaStream_t stream) {
+                                     size_t workspace_bytes, int32_t* bad_ids, cudaStream_t stream,
+                                     int32_t* entry_row) {
   TL_REQUIRE(s.entries() > 0 && s.entries() <= INT32_MAX && s.groups() > 0 && s.tokens_per_rank > 0,
              "moe routing: bad shape (tokens ", s.tokens, ", topk ", s.topk, ", groups ", s.groups(), ")");
   const RoutingLayout l = layout_of(s);
   TL_REQUIRE(workspace_bytes >= l.total, "moe routing: workspace of ", workspace_bytes, " bytes, needs ", l.total);
   char* ws = static_cast<char*>(workspace);
   auto at = [&](size_t off) { return reinterpret_cast<int32_t*>(ws + off); };
-  MoeRoutingTables t{at(l.group_end), at(l.group_weight), at(l.sorted_entry), at(l.entry_row)};
+  MoeRoutingTables t{at(l.group_end), at(l.group_weight), at(l.sorted_entry),
+                     entry_row != nullptr ? entry_row : at(l.entry_row)};
   int32_t* counts = at(l.counts);
   int32_t* keys_in = at(l.keys_in);
   int32_t* keys_out = at(l.keys_out);

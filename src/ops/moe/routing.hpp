@@ -42,13 +42,10 @@ size_t moe_routing_workspace_bytes(const MoeRoutingShape& shape);
 
 // Enqueues the table build on `stream`; `workspace` holds moe_routing_workspace_bytes (256-byte
 // aligned). bad_ids: device-visible counter (host-mapped), incremented per invalid id.
+// entry_row: where the inverse goes (a caller's output; nullptr: the workspace).
 MoeRoutingTables enqueue_moe_routing(const MoeRoutingShape& shape, const int32_t* topk_ids, void* workspace,
-                                     size_t workspace_bytes, int32_t* bad_ids, cudaStream_t stream);
-
-// tiles_per_chunk[c] = the grouped GEMM tiles (tile_m x tile_n over n columns) of chunk c's groups,
-// computed on the device from group_end (one kernel, stream-ordered after the tables).
-void enqueue_moe_chunk_tiles(const MoeRoutingShape& shape, const MoeRoutingTables& tables, int tile_m, int tile_n,
-                             int64_t n, int32_t* tiles_per_chunk, cudaStream_t stream);
+                                     size_t workspace_bytes, int32_t* bad_ids, cudaStream_t stream,
+                                     int32_t* entry_row = nullptr);
 
 // The count of invalid expert ids the routing kernels saw, in host-mapped memory: the device adds,
 // the host reads without synchronising (a later call, or after a synchronisation) and raises once
