@@ -35,6 +35,9 @@ export CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$logs/gpu.txt"
 rc=0
+# The transports of the multi-process tests (NVSHMEM when the build has it).
+transports=cuda_ipc
+grep -q '^TILELINK_WITH_NVSHMEM:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && transports="cuda_ipc nvshmem"
 gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
 if [ "$tests" = 1 ]; then
   args=(--test-dir "$build" -L gpu --output-on-failure)
@@ -53,10 +56,12 @@ if [ "$tests" = 1 ]; then
   if [ "${gpus:-0}" -gt 2 ]; then
     for t in ll_mpi_test ops_mpi_test; do
       [ -n "$filter" ] && ! [[ "$t" =~ $filter ]] && continue
-      echo "== $t, one process per GPU ($gpus)"
-      TILELINK_NO_MPS=1 "$root/tests/gpu/ll/run_mpi_test.sh" mpirun "$gpus" "$build/bin/$t" --gtest_color=no \
-        2>&1 | tee "$logs/$t-$gpus.log"
-      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+      for transport in $transports; do
+        echo "== $t, one process per GPU ($gpus), transport $transport"
+        TILELINK_NO_MPS=1 TILELINK_TRANSPORT=$transport "$root/tests/gpu/ll/run_mpi_test.sh" mpirun "$gpus" \
+          "$build/bin/$t" --gtest_color=no 2>&1 | tee "$logs/$t-$gpus-$transport.log"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+      done
     done
   fi
   echo "gpu_check: tests $([ $rc -eq 0 ] && echo passed || echo FAILED) (logs in $logs)"

@@ -21,13 +21,20 @@ mpi=(mpirun -np "$n" --allow-run-as-root --oversubscribe --bind-to none
      -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS)
 # The multi-process tests at the machine's world size, one process per GPU (ctest runs them with
 # two processes sharing a GPU).
-for t in ll_mpi_test ops_mpi_test; do
-  echo "== mpirun -np $n $t"
-  timeout 300 "${mpi[@]}" "$build/bin/$t" --gtest_color=no 2>&1 | tee "$logs/$t.log" | grep -E "PASSED|FAILED|Failure"
-done
-for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode ag_moe moe_rs; do
-  echo "== mpirun -np $n tilelink-bench $cmd --mpi"
-  "${mpi[@]}" "$build/bin/tilelink-bench" "$cmd" --mpi --csv "$logs/$cmd.csv" 2>&1 | tee "$logs/$cmd.txt"
+# Each on both transports (NVSHMEM when the build has it).
+transports=cuda_ipc
+grep -q '^TILELINK_WITH_NVSHMEM:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && transports="cuda_ipc nvshmem"
+for transport in $transports; do
+  for t in ll_mpi_test ops_mpi_test; do
+    echo "== mpirun -np $n $t, transport $transport"
+    TILELINK_TRANSPORT=$transport timeout 300 "${mpi[@]}" -x TILELINK_TRANSPORT "$build/bin/$t" --gtest_color=no 2>&1 |
+      tee "$logs/$t-$transport.log" | grep -E "PASSED|FAILED|Failure"
+  done
+  for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode ag_moe moe_rs; do
+    echo "== mpirun -np $n tilelink-bench $cmd --mpi, transport $transport"
+    TILELINK_TRANSPORT=$transport "${mpi[@]}" -x TILELINK_TRANSPORT "$build/bin/tilelink-bench" "$cmd" --mpi \
+      --csv "$logs/$cmd-$transport.csv" 2>&1 | tee "$logs/$cmd-$transport.txt"
+  done
 done
 PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"
 # Decode attention against PyTorch (SDPA per rank + lse + all_gather + combine), and on one GPU

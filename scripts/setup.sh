@@ -46,6 +46,17 @@ else
   echo "setup: CUTLASS headers present (.deps/cutlass)"
 fi
 
+# ---- NVSHMEM from PyPI (headers and host library of the NVSHMEM transport) --------------------
+nvshmem_dir="$root/.deps/nvshmem"
+if [ ! -f "$nvshmem_dir/nvidia/nvshmem/lib/libnvshmem_host.so.3" ]; then
+  echo "setup: installing nvidia-nvshmem-cu13==$TILELINK_NVSHMEM_VERSION into .deps/nvshmem"
+  rm -rf "$nvshmem_dir"
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore \
+    --target "$nvshmem_dir" "nvidia-nvshmem-cu13==$TILELINK_NVSHMEM_VERSION"
+else
+  echo "setup: NVSHMEM present (.deps/nvshmem)"
+fi
+
 # ---- CUDA toolkit ------------------------------------------------------------------------------
 nvcc_path="$(command -v nvcc || true)"
 if [ -z "$nvcc_path" ] && [ -x /usr/local/cuda/bin/nvcc ]; then nvcc_path=/usr/local/cuda/bin/nvcc; fi

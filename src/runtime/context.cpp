@@ -13,6 +13,7 @@
 #include "device_epoch.hpp"
 #include "failure_message.hpp"
 #include "gpu_sharing.hpp"
+#include "heap_transport.hpp"
 #include "options.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
@@ -21,28 +22,10 @@ namespace tilelink {
 
 using detail::check_cuda;
 
-namespace {
-
-// The peers' heaps of a multi-process world, opened from CUDA IPC handles.
-class IpcPeerMapping final : public PeerMapping {
- public:
-  explicit IpcPeerMapping(int device) : device_(device) {}
-  ~IpcPeerMapping() override {
-    cudaSetDevice(device_);
-    for (void* p : opened_) cudaIpcCloseMemHandle(p);  // best effort: nothing to report to
-    cudaGetLastError();
-  }
-  void add(void* p) { opened_.push_back(p); }
-
- private:
-  int device_;
-  std::vector<void*> opened_;
-};
-
-}  // namespace
-
-Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
-    : bootstrap_(bootstrap), rank_(bootstrap.rank()), num_ranks_(bootstrap.size()), device_(device) {
+Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options,
+                 std::unique_ptr<detail::HeapTransport> transport)
+    : bootstrap_(bootstrap), rank_(bootstrap.rank()), num_ranks_(bootstrap.size()), device_(device),
+      transport_(std::move(transport)) {
   TL_REQUIRE(num_ranks_ >= 1 && num_ranks_ <= ll::kMaxRanks, "tilelink: a world of ", num_ranks_,
              " ranks is not supported (1 to ", ll::kMaxRanks, ")");
   const ResolvedOptions opt = resolve_options(options);
@@ -74,15 +57,7 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     for (cudaStream_t* s : {&stream_, &side_stream_})
       check_cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
                  "cudaStreamNonBlocking, GPU ", device_);
-    const size_t heap_bytes = layout_.heap_bytes();
-    const cudaError_t err = cudaMalloc(&heap_, heap_bytes);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      detail::fail(detail::rank_prefix(), ": cudaMalloc(", format_bytes(heap_bytes),
-                   ") for the symmetric heap on GPU ", device_, " failed: ", cudaGetErrorName(err),
-                   " (", cudaGetErrorString(err), "); ", ranks_on_device_,
-                   " rank(s) of this world share this GPU: lower TILELINK_HEAP_MB (MiB per rank)");
-    }
+    heap_ = transport_->allocate_heap(layout_.heap_bytes());
     signal_pool_ = reinterpret_cast<uint64_t*>(heap_);
     check_cuda(cudaMemsetAsync(heap_, 0, layout_.pool_bytes(), stream_), "cudaMemsetAsync",
                "signal pool, ", layout_.pool_bytes(), " bytes");
@@ -114,6 +89,7 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options)
     gemm::prepare_kernels();
     cublas_ = std::make_unique<gemm::CublasGemm>(stream_);
   } catch (...) {
+    peers_lost_ = true;  // the other ranks may not be tearing down with this one
     release();
     throw;
   }
@@ -131,38 +107,19 @@ void Context::release() noexcept {
       cudaStreamDestroy(*s);
       *s = nullptr;
     }
-  peers_.reset();
-  if (heap_ != nullptr) cudaFree(heap_);
+  if (transport_) {
+    transport_->unmap_peers();
+    transport_->free_heap(heap_, /*together=*/!peers_lost_);
+  }
   if (report_ != nullptr) cudaFreeHost(report_);
   heap_ = nullptr;
   report_ = nullptr;
   cudaGetLastError();  // a failed world leaves sticky errors; teardown has nobody to tell
 }
 
-void Context::connect(bool same_process) {
-  if (same_process) {
-    std::vector<uint64_t> bases(num_ranks_);
-    const uint64_t mine = reinterpret_cast<uintptr_t>(heap_);
-    allgather(&mine, bases.data(), sizeof mine);
-    for (int r = 0; r < num_ranks_; ++r) heap_base_[r] = reinterpret_cast<char*>(bases[r]);
-  } else {
-    cudaIpcMemHandle_t handle{};
-    check_cuda(cudaIpcGetMemHandle(&handle, heap_), "cudaIpcGetMemHandle", "symmetric heap of ",
-               format_bytes(layout_.heap_bytes()), " on GPU ", device_);
-    std::vector<cudaIpcMemHandle_t> handles(num_ranks_);
-    allgather(&handle, handles.data(), sizeof handle);
-    auto mapping = std::make_unique<IpcPeerMapping>(device_);
-    for (int r = 0; r < num_ranks_; ++r) {
-      if (r == rank_) continue;
-      void* p = nullptr;
-      check_cuda(cudaIpcOpenMemHandle(&p, handles[r], cudaIpcMemLazyEnablePeerAccess),
-                 "cudaIpcOpenMemHandle", "heap of rank ", r, ", cudaIpcMemLazyEnablePeerAccess, on GPU ",
-                 device_);
-      mapping->add(p);
-      heap_base_[r] = static_cast<char*>(p);
-    }
-    peers_ = std::move(mapping);
-  }
+void Context::connect() {
+  const std::vector<char*> bases = transport_->map_peers(bootstrap_, heap_, layout_.heap_bytes());
+  for (int r = 0; r < num_ranks_; ++r) heap_base_[r] = bases[r];
   warm_streams();
   barrier();  // nobody signals a peer before that peer is mapped everywhere
 }
@@ -201,10 +158,12 @@ void Context::disconnect() {
   cudaSetDevice(device_);
   for (cudaStream_t s : {stream_, side_stream_})
     if (s != nullptr) cudaStreamSynchronize(s);
-  peers_.reset();
+  transport_->unmap_peers();
   for (int r = 0; r < num_ranks_; ++r)
     if (r != rank_) heap_base_[r] = nullptr;
 }
+
+const char* Context::transport_name() const { return transport_->name(); }
 
 void Context::rethrow_with_rank(const Error& e) const {
   throw Error("tilelink rank " + std::to_string(rank_) + ": " + e.what());

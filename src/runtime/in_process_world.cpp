@@ -8,6 +8,7 @@
 
 #include "check.hpp"
 #include "gpu_sharing.hpp"
+#include "heap_transport.hpp"
 #include "options.hpp"
 #include "thread_bootstrap.hpp"
 #include "tilelink/runtime/world.hpp"
@@ -73,6 +74,9 @@ void require_sharing_environment(int ranks_per_gpu) {
 InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
   TL_REQUIRE(num_ranks >= 1 && num_ranks <= ll::kMaxRanks, "InProcessWorld: ", num_ranks,
              " ranks requested; a world has 1 to ", ll::kMaxRanks, " ranks");
+  TL_REQUIRE(options.transport == Transport::automatic, "InProcessWorld: transport ",
+             transport_name(options.transport), " was asked for, but ranks in one process address each"
+             " other's heaps directly; the transport option is for ProcessWorld and MpiWorld");
   const ResolvedOptions resolved = resolve_options(options);
   const int device_count = detail::visible_device_count("InProcessWorld");
   std::vector<int> devices(num_ranks);
@@ -88,8 +92,9 @@ InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
   // Contexts are built collectively (they agree on sizes and exchange heap addresses).
   run_spmd(shared_->group, [&](int r) {
     check_cuda(cudaSetDevice(devices[r]), "cudaSetDevice", devices[r]);
-    contexts_[r] = std::make_unique<Context>(*bootstraps_[r], devices[r], options);
-    contexts_[r]->connect(/*same_process=*/true);
+    contexts_[r] = std::make_unique<Context>(*bootstraps_[r], devices[r], options,
+                                             detail::make_in_process_transport(devices[r]));
+    contexts_[r]->connect();
   });
   // Every rank can read every rank's wait report and host progress: errors name whichever wait
   // timed out and how far each rank's host got.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <string_view>
 
 namespace tilelink {
 
@@ -54,6 +55,33 @@ ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& en
                                         uint64_t(7) * 24 * 3600 * 1000,
                                         "the bound on every host barrier in milliseconds");
   return r;
+}
+
+const char* transport_name(Transport t) {
+  switch (t) {
+    case Transport::automatic: return "automatic";
+    case Transport::cuda_ipc: return "cuda_ipc";
+    case Transport::nvshmem: return "nvshmem";
+  }
+  return "unknown";
+}
+
+Transport resolve_transport(Transport requested, const EnvLookup& env) {
+  if (requested != Transport::automatic) {
+    TL_REQUIRE(requested == Transport::cuda_ipc || requested == Transport::nvshmem, "tilelink: transport ",
+               int(requested), " is not one of automatic, cuda_ipc, nvshmem");
+    return requested;
+  }
+  const char* text = env ? env("TILELINK_TRANSPORT") : nullptr;
+  if (text == nullptr || *text == '\0') return Transport::cuda_ipc;
+  for (Transport t : {Transport::cuda_ipc, Transport::nvshmem})
+    if (std::string_view(text) == transport_name(t)) return t;
+  detail::fail("tilelink: environment variable TILELINK_TRANSPORT='", text,
+               "' is not valid: expected cuda_ipc or nvshmem (how a multi-process world reaches its peers)");
+}
+
+Transport resolve_transport(Transport requested) {
+  return resolve_transport(requested, [](const char* name) { return std::getenv(name); });
 }
 
 ResolvedOptions resolve_options(const WorldOptions& options) {

@@ -30,6 +30,10 @@ uint64_t parse_env_integer(const char* name, const char* text, uint64_t min, uin
                            const char* meaning);
 
 ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& env);
+// The transport of a multi-process world: an explicit choice wins, then $TILELINK_TRANSPORT
+// ("cuda_ipc" or "nvshmem"), then cuda_ipc. Throws naming the variable for any other text.
+Transport resolve_transport(Transport requested, const EnvLookup& env);
+Transport resolve_transport(Transport requested);  // from the process environment
 ResolvedOptions resolve_options(const WorldOptions& options);  // from the process environment
 
 }  // namespace tilelink

@@ -1,5 +1,6 @@
-// One rank per process over the caller's bootstrap: peers' heaps through CUDA IPC.
+// One rank per process over the caller's bootstrap: peers' heaps through CUDA IPC or NVSHMEM.
 #include "check.hpp"
+#include "heap_transport.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace tilelink {
@@ -14,8 +15,14 @@ ProcessWorld::ProcessWorld(Bootstrap& bootstrap, int device, WorldOptions option
              " visible to this process");
   detail::set_thread_rank(bootstrap.rank());
   detail::check_cuda(cudaSetDevice(device), "cudaSetDevice", device);
-  context_ = std::make_unique<Context>(bootstrap, device, options);
-  context_->connect(/*same_process=*/false);
+  context_ = std::make_unique<Context>(bootstrap, device, options,
+                                       detail::make_process_transport(options.transport, bootstrap, device));
+  try {
+    context_->connect();
+  } catch (...) {
+    context_->abandon_peers();
+    throw;
+  }
 }
 
 ProcessWorld::~ProcessWorld() {
@@ -25,7 +32,8 @@ ProcessWorld::~ProcessWorld() {
     context_->disconnect();
     bootstrap_.barrier();
   } catch (...) {
-    // A failed world still frees what it holds; the failure was reported where it happened.
+    // A failed world still frees what it holds, alone; the failure was reported where it happened.
+    context_->abandon_peers();
   }
   context_.reset();
 }

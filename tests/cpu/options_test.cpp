@@ -96,5 +96,34 @@ TEST(Options, ParseEnvIntegerBounds) {
   EXPECT_THROW(parse_env_integer("X", "+7", 5, 10, "x"), Error);
 }
 
+TEST(Transport, DefaultsToCudaIpcAndFollowsTheEnvironment) {
+  EXPECT_EQ(resolve_transport(Transport::automatic, env_of({})), Transport::cuda_ipc);
+  EXPECT_EQ(resolve_transport(Transport::automatic, env_of({{"TILELINK_TRANSPORT", ""}})), Transport::cuda_ipc);
+  EXPECT_EQ(resolve_transport(Transport::automatic, env_of({{"TILELINK_TRANSPORT", "nvshmem"}})),
+            Transport::nvshmem);
+  EXPECT_EQ(resolve_transport(Transport::automatic, env_of({{"TILELINK_TRANSPORT", "cuda_ipc"}})),
+            Transport::cuda_ipc);
+}
+
+TEST(Transport, AnExplicitChoiceWins) {
+  EXPECT_EQ(resolve_transport(Transport::cuda_ipc, env_of({{"TILELINK_TRANSPORT", "nvshmem"}})),
+            Transport::cuda_ipc);
+  EXPECT_EQ(resolve_transport(Transport::nvshmem, env_of({})), Transport::nvshmem);
+}
+
+TEST(Transport, UnknownNamesAreErrorsThatNameTheVariable) {
+  for (const char* text : {"NVSHMEM", "ipc", "nvshmem ", "mpi"}) {
+    std::string message = "(no error)";
+    try {
+      resolve_transport(Transport::automatic, env_of({{"TILELINK_TRANSPORT", text}}));
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("TILELINK_TRANSPORT='" + std::string(text) + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find("cuda_ipc or nvshmem"), std::string::npos) << message;
+  }
+  EXPECT_THROW(resolve_transport(static_cast<Transport>(7), env_of({})), Error);
+}
+
 }  // namespace
 }  // namespace tilelink

@@ -24,6 +24,9 @@ BenchWorld::BenchWorld(const Args& args, int ranks, const WorldOptions& options)
     int argc = args.argc();
     char** argv = args.argv();
     mpi_ = std::make_unique<MpiWorld>(&argc, &argv, options);
+    if (mpi_->context().rank() == 0)
+      std::printf("tilelink-bench: %d processes under MPI, transport %s\n", mpi_->size(),
+                  mpi_->context().transport_name());
   } else {
     in_process_ = std::make_unique<InProcessWorld>(ranks, options);
   }

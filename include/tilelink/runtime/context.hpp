@@ -30,12 +30,22 @@ class CublasGemm;
 }
 struct RankProgress;
 
+// How a multi-process world reaches its peers' heaps. Worlds of one process (InProcessWorld)
+// address every heap directly and ignore it.
+enum class Transport : int32_t {
+  automatic = 0,  // $TILELINK_TRANSPORT ("cuda_ipc" or "nvshmem"), else cuda_ipc
+  cuda_ipc,       // heaps from cudaMalloc, peers' heaps opened from CUDA IPC handles (one node)
+  nvshmem,        // heaps from nvshmem_malloc, peers through nvshmem_ptr (one PE per process)
+};
+const char* transport_name(Transport t);
+
 struct WorldOptions {
   size_t heap_bytes = 0;           // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
   size_t signal_slots = 0;         // per rank; 0: $TILELINK_SIGNAL_SLOTS, else 65536 (512 KiB)
   uint64_t wait_timeout_ms = 0;    // 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000
   uint64_t barrier_timeout_ms = 0; // host barriers and allgathers (in-process and MPI worlds);
                                    // 0: $TILELINK_BARRIER_TIMEOUT_MS, else max(4 x wait timeout, 60 s)
+  Transport transport = Transport::automatic;  // multi-process worlds only
 };
 
 // Collective plumbing among the ranks of one world: threads of one process, or MPI processes.
@@ -50,26 +60,30 @@ class Bootstrap {
   virtual void barrier() = 0;
 };
 
-// How the peers' heaps got into this rank's address space, and who cleans them up.
-class PeerMapping {
- public:
-  virtual ~PeerMapping() = default;
-};
+namespace detail {
+class HeapTransport;  // where a rank's heap comes from, how peers' heaps are mapped (runtime/)
+}
 
 class Context {
  public:
-  // Built by a World. `bootstrap` must outlive the Context.
-  Context(Bootstrap& bootstrap, int device, const WorldOptions& options);
+  // Built by a World, which chooses the transport. `bootstrap` must outlive the Context.
+  Context(Bootstrap& bootstrap, int device, const WorldOptions& options,
+          std::unique_ptr<detail::HeapTransport> transport);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // Exchanges heap addresses with the peers (collective). Called once by the World:
-  // same_process: raw pointers; otherwise CUDA IPC handles, opened here.
-  void connect(bool same_process);
+  // Maps every peer's heap into this rank's address space through the transport (collective).
+  // Called once by the World.
+  void connect();
   // Drops the mappings of the peers' heaps. Multi-process worlds call it on every rank, then
   // barrier, before any rank frees its heap.
   void disconnect();
+  // The world's ranks cannot agree on tearing down together any more (a barrier failed): frees
+  // only what needs no peer (a transport whose free is collective leaves the heap to the process).
+  void abandon_peers() { peers_lost_ = true; }
+  // "in-process", "CUDA IPC" or "NVSHMEM".
+  const char* transport_name() const;
 
   int rank() const { return rank_; }
   int num_ranks() const { return num_ranks_; }
@@ -215,7 +229,7 @@ class Context {
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
   HeapLayout layout_;                          // offsets of everything carved from the heap
-  char* heap_ = nullptr;                       // this rank's heap (cudaMalloc)
+  char* heap_ = nullptr;                       // this rank's heap (from transport_)
   char* heap_base_[ll::kMaxRanks] = {};        // every rank's heap as mapped here
   uint64_t* signal_pool_ = nullptr;            // first bytes of the heap
   uint64_t wait_timeout_ns_ = 0;
@@ -235,7 +249,8 @@ class Context {
   uint64_t progress_epoch_ = 0;
   std::string progress_op_;
   const char* progress_stage_ = "";
-  std::unique_ptr<PeerMapping> peers_;
+  std::unique_ptr<detail::HeapTransport> transport_;
+  bool peers_lost_ = false;
   std::unique_ptr<gemm::CublasGemm> cublas_;
 
   // Collective: throws on every rank unless all asked `call` for the same amount.

@@ -13,8 +13,9 @@ int run_tests_in_mpi_world(int argc, char** argv, const char* name, Context** ct
   try {
     MpiWorld world(&argc, &argv);
     *ctx = &world.context();
-    std::printf("tilelink MpiWorld: rank %d of %d on GPU %d (%d rank(s) on this GPU)\n", (*ctx)->rank(),
-                (*ctx)->num_ranks(), (*ctx)->device(), (*ctx)->ranks_on_device());
+    std::printf("tilelink MpiWorld: rank %d of %d on GPU %d (%d rank(s) on this GPU), transport %s\n",
+                (*ctx)->rank(), (*ctx)->num_ranks(), (*ctx)->device(), (*ctx)->ranks_on_device(),
+                (*ctx)->transport_name());
     rc = RUN_ALL_TESTS();
     (*ctx)->barrier();
     *ctx = nullptr;

@@ -6,6 +6,7 @@
 # round trip waits for a time slice, ~4.5 ms; with it ~1.5 us). MPS is stopped afterwards. If MPS
 # cannot be started the run goes ahead without it (slower, still correct) and says so.
 # TILELINK_NO_MPS=1 skips MPS; TILELINK_MPI_TIMEOUT_S bounds the whole run (default 240 s).
+# TILELINK_TRANSPORT (cuda_ipc, nvshmem) and the other TILELINK_* variables reach every process.
 set -u
 if [ $# -lt 3 ]; then
   echo "usage: $0 MPIEXEC NP BINARY [ARGS...]" >&2
@@ -45,11 +46,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The settings every process needs; TILELINK_* ones (the transport, timeouts, ...) when set.
+forward=(-x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS
+         -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+for var in $(compgen -e | grep '^TILELINK_' || true); do forward+=(-x "$var"); done
+echo "run_mpi_test: transport ${TILELINK_TRANSPORT:-cuda_ipc (default)}"
+
 timeout -k 10 "${TILELINK_MPI_TIMEOUT_S:-240}" \
   "$mpiexec" -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
-  --mca btl_vader_single_copy_mechanism none \
-  -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS \
-  -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
+  --mca btl_vader_single_copy_mechanism none "${forward[@]}" \
   "$@"
 rc=$?
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
