@@ -20,11 +20,13 @@
 extern "C" {
 #endif
 
-#define TILELINK_C_API_VERSION 3
+#define TILELINK_C_API_VERSION 4
 
 enum { TL_OK = 0, TL_ERROR = 1 };
 enum { TL_BF16 = 0, TL_FP16 = 1 };                                  /* element types */
 enum { TL_PATH_AUTO = 0, TL_PATH_FUSED = 1, TL_PATH_DECOMPOSED = 2 };  /* fused or not */
+/* How the ranks reach each other's heaps: automatic = $TILELINK_TRANSPORT, else CUDA IPC. */
+enum { TL_TRANSPORT_AUTO = 0, TL_TRANSPORT_CUDA_IPC = 1, TL_TRANSPORT_NVSHMEM = 2 };
 
 typedef struct tl_world tl_world;
 
@@ -39,6 +41,7 @@ typedef struct {
   size_t heap_bytes;        /* symmetric heap per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB */
   size_t signal_slots;      /* 0: $TILELINK_SIGNAL_SLOTS, else 65536 */
   uint64_t wait_timeout_ms; /* bound on device-side waits; 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000 */
+  int transport;            /* TL_TRANSPORT_* */
 } tl_world_options;
 
 typedef struct {
@@ -46,13 +49,15 @@ typedef struct {
   int sm_count;          /* SMs each rank's kernels may use */
   int max_ranks_per_gpu; /* 1: every rank has its own GPU */
   size_t heap_bytes, heap_free;
+  char transport[16];    /* "CUDA IPC" or "NVSHMEM" */
 } tl_world_info;
 
 int tl_api_version(void);
 const char* tl_last_error(void);
 
-/* Collective. One rank per process, on GPU `device`; peers' heaps are mapped with CUDA IPC (all
- * ranks on one node). `options` may be NULL. */
+/* Collective. One rank per process, on GPU `device`; peers' heaps are mapped with CUDA IPC or
+ * NVSHMEM (options->transport; all ranks on one node). `options` may be NULL. With NVSHMEM, the
+ * world initialises NVSHMEM over the callbacks (or joins the program's own initialisation). */
 int tl_world_create(int rank, int size, int device, tl_allgather_fn allgather, tl_barrier_fn barrier,
                     void* state, const tl_world_options* options, tl_world** out);
 /* Collective. Waits for the world's work, unmaps the peers and frees the heap. */

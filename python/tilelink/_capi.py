@@ -12,10 +12,11 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 3
+API_VERSION = 4
 
 BF16, FP16 = 0, 1
 PATHS = {"auto": 0, "fused": 1, "decomposed": 2}
+TRANSPORTS = {"auto": 0, "cuda_ipc": 1, "nvshmem": 2}
 
 ALLGATHER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 BARRIER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
@@ -23,13 +24,14 @@ BARRIER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 class WorldOptions(ctypes.Structure):
     _fields_ = [("heap_bytes", ctypes.c_size_t), ("signal_slots", ctypes.c_size_t),
-                ("wait_timeout_ms", ctypes.c_uint64)]
+                ("wait_timeout_ms", ctypes.c_uint64), ("transport", ctypes.c_int)]
 
 
 class WorldInfo(ctypes.Structure):
     _fields_ = [("rank", ctypes.c_int), ("size", ctypes.c_int), ("device", ctypes.c_int),
                 ("sm_count", ctypes.c_int), ("max_ranks_per_gpu", ctypes.c_int),
-                ("heap_bytes", ctypes.c_size_t), ("heap_free", ctypes.c_size_t)]
+                ("heap_bytes", ctypes.c_size_t), ("heap_free", ctypes.c_size_t),
+                ("transport", ctypes.c_char * 16)]
 
 
 _lib: ctypes.CDLL | None = None

@@ -20,9 +20,9 @@ _lock = threading.Lock()
 
 
 class World:
-    """One process's rank of a tilelink world: its symmetric heap, peers' heaps (CUDA IPC) and
-    streams. Made by :func:`init`; ``close()`` it (collectively) when done, or use it as a context
-    manager: ``with tilelink.init(group) as world: ...``."""
+    """One process's rank of a tilelink world: its symmetric heap, peers' heaps (CUDA IPC or
+    NVSHMEM: ``transport``) and streams. Made by :func:`init`; ``close()`` it (collectively) when
+    done, or use it as a context manager: ``with tilelink.init(group) as world: ...``."""
 
     def __init__(self, group, handle: ctypes.c_void_p, callbacks, rank: int, size: int):
         self.group = group
@@ -34,6 +34,7 @@ class World:
         self.device = torch.device("cuda", info.device)
         self.sm_count = info.sm_count
         self.max_ranks_per_gpu = info.max_ranks_per_gpu
+        self.transport = info.transport.decode()
 
     def _info(self) -> _capi.WorldInfo:
         info = _capi.WorldInfo()
@@ -160,17 +161,21 @@ class _Bootstrap:
             return 1
 
 
-def init(group=None, *, heap_bytes: int = 0, wait_timeout_ms: int = 0) -> World:
+def init(group=None, *, heap_bytes: int = 0, wait_timeout_ms: int = 0, transport: str = "auto") -> World:
     """Makes a tilelink world of the ranks of ``group`` (default: the default process group), one
     rank per process, on this process's current CUDA device. Collective over ``group``: every rank
     of it calls ``init`` with the same arguments. Everything the ranks exchange goes through the
-    group (a TP subgroup works); tilelink opens no socket or file of its own. The ranks must be
-    on one node (peers' memory is mapped with CUDA IPC).
+    group (a TP subgroup works); tilelink opens no socket or file of its own (NVSHMEM's own
+    bootstrap does, from the unique id the group carries). The ranks must be on one node.
 
     heap_bytes: symmetric heap per rank (0: $TILELINK_HEAP_MB MiB, else 2 GiB).
     wait_timeout_ms: bound on device-side waits (0: $TILELINK_WAIT_TIMEOUT_MS, else 5000).
+    transport: how peers' heaps are mapped: "cuda_ipc", "nvshmem" (heaps from nvshmem_malloc; one
+      NVSHMEM world per process), or "auto" ($TILELINK_TRANSPORT, else "cuda_ipc").
     """
     global _default
+    if transport not in _capi.TRANSPORTS:
+        raise ValueError(f"tilelink.init: transport={transport!r}; expected one of {sorted(_capi.TRANSPORTS)}")
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("tilelink.init: torch.distributed is not initialised; call "
                            "torch.distributed.init_process_group first (e.g. under torchrun)")
@@ -182,7 +187,7 @@ def init(group=None, *, heap_bytes: int = 0, wait_timeout_ms: int = 0) -> World:
         raise ValueError("tilelink.init: this process is not a member of the group it passed")
     device = torch.cuda.current_device()
     boot = _Bootstrap(group)
-    options = _capi.WorldOptions(heap_bytes, 0, wait_timeout_ms)
+    options = _capi.WorldOptions(heap_bytes, 0, wait_timeout_ms, _capi.TRANSPORTS[transport])
     handle = ctypes.c_void_p()
     status = _capi.lib().tl_world_create(rank, size, device, boot.allgather, boot.barrier, None,
                                          ctypes.byref(options), ctypes.byref(handle))

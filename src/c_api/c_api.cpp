@@ -3,6 +3,7 @@
 #include "tilelink/c_api.h"
 
 #include <exception>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -134,6 +135,9 @@ int tl_world_create(int rank, int size, int device, tl_allgather_fn allgather, t
       opt.heap_bytes = options->heap_bytes;
       opt.signal_slots = options->signal_slots;
       opt.wait_timeout_ms = options->wait_timeout_ms;
+      TL_REQUIRE(options->transport >= TL_TRANSPORT_AUTO && options->transport <= TL_TRANSPORT_NVSHMEM,
+                 "tl_world_create: transport ", options->transport, " is not a TL_TRANSPORT_* value");
+      opt.transport = static_cast<tilelink::Transport>(options->transport);
     }
     auto w = std::make_unique<tl_world>();
     w->bootstrap = std::make_unique<CallbackBootstrap>(rank, size, allgather, barrier, state);
@@ -155,7 +159,8 @@ int tl_world_query(tl_world* world, tl_world_info* info) {
     TL_REQUIRE(info != nullptr, "tl_world_query: info is NULL");
     tilelink::Context& ctx = context_of(world);
     *info = {ctx.rank(), ctx.num_ranks(), ctx.device(), ctx.sm_count(), ctx.max_ranks_per_gpu(),
-             ctx.heap_layout().heap_bytes(), ctx.heap_free()};
+             ctx.heap_layout().heap_bytes(), ctx.heap_free(), {}};
+    std::snprintf(info->transport, sizeof info->transport, "%s", ctx.transport_name());
   });
 }
 

@@ -1,4 +1,4 @@
-// One rank per process under mpirun: bootstrap over MPI, peers' heaps through CUDA IPC.
+// One rank per process under mpirun: bootstrap over MPI, peers' heaps through the chosen transport.
 #include <mpi.h>
 
 #include <chrono>
@@ -114,8 +114,8 @@ MpiWorld::MpiWorld(int* argc, char*** argv, WorldOptions options) {
   check_mpi(MPI_Comm_size(local, &local_size), "MPI_Comm_size", "node-local communicator");
   check_mpi(MPI_Comm_free(&local), "MPI_Comm_free", "node-local communicator");
   TL_REQUIRE(local_size == size, "MpiWorld: the ", size, " processes span more than one node (",
-             local_size, " on rank ", rank, "'s node); intra-node CUDA IPC is the only transport"
-             " so far: run all ranks on one node");
+             local_size, " on rank ", rank, "'s node); every transport so far reaches its peers by"
+             " load/store (CUDA IPC, or NVSHMEM within a node): run all ranks on one node");
 
   const int device = local_rank % detail::visible_device_count("MpiWorld");
   bootstrap_ = std::move(bootstrap);

@@ -186,6 +186,11 @@ def test_init_needs_torch_distributed():
         tilelink.init()
 
 
+def test_init_refuses_an_unknown_transport():
+    with pytest.raises(ValueError, match="transport='ipc'.*cuda_ipc.*nvshmem"):
+        tilelink.init(transport="ipc")
+
+
 @pytest.mark.parametrize("world_size", [1, 2, 4])
 def test_backward_shapes(world_size):
     # The backward of each op on meta tensors: the conjugate collective GEMMs must accept the

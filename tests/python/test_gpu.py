@@ -245,6 +245,32 @@ def test_subgroup_worlds(world):
         mine.close()
 
 
+def test_a_world_over_nvshmem(world):
+    # The same ops over the other transport: heaps from nvshmem_malloc, peers through nvshmem_ptr
+    # (NVSHMEM initialised over the torch group's unique-id exchange). Closed before the module's
+    # other worlds go on, since a process takes part in one NVSHMEM world at a time.
+    if os.environ.get("TILELINK_SKIP_NVSHMEM") == "1":
+        pytest.skip("TILELINK_SKIP_NVSHMEM=1")
+    seed = seed_everyone()
+    nv = tilelink.init(heap_bytes=256 << 20, transport="nvshmem")
+    try:
+        assert nv.transport == "NVSHMEM" and world.transport == "CUDA IPC"
+        a = rand((96, 256), torch.bfloat16, seed + dist.get_rank())
+        b = rand((512, 256), torch.bfloat16, seed + 1000)
+        for path in ("fused", "decomposed"):
+            c = tilelink.ag_gemm(a, b, world=nv, path=path)
+            check_close(c, torch.cat(gather(a)).float() @ b.float().t(), f"ag_gemm over NVSHMEM, {path}")
+        w, rank = dist.get_world_size(), dist.get_rank()
+        a2 = rand((96 * w, 256), torch.bfloat16, seed + 3000 + rank)
+        c = tilelink.gemm_rs(a2, b, world=nv, path="fused")
+        parts = [(x.float() @ b.float().t()).chunk(w)[rank] for x in gather(a2)]
+        check_close(c, sum(parts), "gemm_rs over NVSHMEM", parts)
+        x = nv.empty((1000,), torch.float32)
+        assert x.device == world.device
+    finally:
+        nv.close()
+
+
 @pytest.mark.parametrize("shape, dtype", [((1,), torch.float64), ((512,), torch.bfloat16), ((4, 1000), torch.float16),
                                           ((131072, 2), torch.float32)])
 def test_allgather_ll_matches_nccl_bitwise(world, shape, dtype):

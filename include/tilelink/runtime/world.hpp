@@ -3,7 +3,8 @@
 // InProcessWorld: N ranks in one process over the visible GPUs (rank r on GPU r % #GPUs); several
 // ranks may share one GPU. Every test runs this way on a one-GPU machine.
 // ProcessWorld: one process per rank over a bootstrap the caller supplies (a launcher's store,
-// torch.distributed, ...); peers' heaps mapped with CUDA IPC, so every rank is on one node.
+// torch.distributed, ...); peers' heaps mapped by the transport WorldOptions::transport picks
+// (CUDA IPC, or NVSHMEM), so far always by load/store: every rank is on one node.
 // MpiWorld: a ProcessWorld bootstrapped over MPI, for programs launched by mpirun (two processes
 // may share a GPU; run MPS for them to execute concurrently).
 #pragma once
