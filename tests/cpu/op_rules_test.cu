@@ -158,3 +158,8 @@ TEST(OpRules, UnevenSharingTakesTheSharedGpuChoices) {
 }
 
 }  // namespace
+
+TEST(OpRules, MoeGatherPullsPeersTokensOnceWhenSeveralExpertsReadThem) {
+  EXPECT_FALSE(tilelink::ops::moe_pull_tokens_first(1)) << "top-1: every token is read once anyway";
+  for (int topk : {2, 4, 6, 8}) EXPECT_TRUE(tilelink::ops::moe_pull_tokens_first(topk)) << "top-" << topk;
+}

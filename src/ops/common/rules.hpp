@@ -23,4 +23,8 @@ bool ag_gemm_split_decomposed(const Topology& topo, const AgGemmArgs& a);
 // NCCL's reduce-scatter.
 bool gemm_rs_split_decomposed(const Topology& topo, const GemmRsArgs& a);
 
+// ag_moe's fused gather: true to pull each peer's tokens once into a local copy and sort from
+// there, false to sort straight from the peers' staging.
+bool moe_pull_tokens_first(int32_t topk);
+
 }  // namespace tilelink::ops

@@ -6,7 +6,8 @@
 //     wait until every peer finished reading r's staging of the previous call ("done")
 //     copy r's tokens into its symmetric staging buffer, tell every peer "ready"
 //     gather kernel: for chunk c = 0 .. W-1 (tokens of rank r+c), copy each sorted row's token
-//     from that rank's staging (own rows first, no wait), publishing each block's share
+//     from that rank's staging (own rows first, no wait), publishing each block's share; with
+//     top-k > 1 a peer's tokens are pulled once into a local copy first and sorted from there
 //     tell every peer "done"
 //   caller's stream: the grouped GEMM over groups (chunk, expert); each tile waits for the
 //     chunk its group reads; then (unless the caller wants the sorted layout) the rows back to
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "ops/common/op_call.hpp"
+#include "ops/common/rules.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
 #include "ops/moe/moe_kernels.cuh"
@@ -103,7 +105,10 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
   // sorted output (unless y takes it), the tables, the GEMM's arguments.
   char* staging =
       fused ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.staging", a.m_per_rank * row_bytes)) : nullptr;
-  char* gathered = path == OpPath::decomposed && world > 1
+  // Every token in token order: what NCCL gathers into (decomposed), or the fused gather's local
+  // copy of the peers' tokens when each is read by several experts.
+  const bool pull_first = fused && communicate && ops::moe_pull_tokens_first(a.topk);
+  char* gathered = (path == OpPath::decomposed && world > 1) || pull_first
                        ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.gathered", tokens * row_bytes))
                        : nullptr;
   char* sorted = static_cast<char*>(ctx.symmetric_workspace("ag_moe.sorted", entries * row_bytes));
@@ -112,11 +117,12 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
   void* routing_ws = ctx.symmetric_workspace("ag_moe.routing", routing_bytes);
   void* gemm_ws = ctx.symmetric_workspace("ag_moe.gemm", gemm_bytes);
   const tile::GroupChunkMapping map{a.num_experts, comm_sms, world};
-  uint64_t* signals = ctx.signal_workspace("ag_moe.signals", 2 * world + 1 + map.num_tiles());
+  uint64_t* signals = ctx.signal_workspace("ag_moe.signals", 2 * world + 1 + 2 * map.num_tiles());
   uint64_t* ready = signals;
   uint64_t* done = signals + world;
   uint64_t* pull_epoch = signals + 2 * world;
   uint64_t* chunk_slots = signals + 2 * world + 1;
+  uint64_t* pull_slots = chunk_slots + map.num_tiles();
   if (ops::drain_on_new_slots(ctx, st.side, main, signals, st.last_workspace)) st.pull_used = false;
 
   ctx.begin_op(kOp, main);
@@ -150,6 +156,10 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
     tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready));
     gp.source = staging;
     gp.from_self = false;
+    if (pull_first) {
+      gp.pulled = gathered;
+      gp.pull_slots = pull_slots;
+    }
     ops::moe_gather_kernel<<<comm_sms, ops::kMoeThreads, 0, side>>>(gp);
     TL_CUDA_CHECK(cudaGetLastError());
     tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, done, {{pull_epoch}}));

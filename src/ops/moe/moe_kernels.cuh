@@ -3,7 +3,10 @@
 //   moe_gather_kernel   tokens into expert-sorted rows, chunk by chunk (chunk c = the tokens of
 //                       rank (me + c) % world, read from its symmetric staging buffer once it said
 //                       they are there); each block publishes its share of a chunk in its own
-//                       slot, which the grouped GEMM's tiles of that chunk wait for.
+//                       slot, which the grouped GEMM's tiles of that chunk wait for. With `pulled`,
+//                       a peer's tokens first cross the link once (each block pulls a share into
+//                       this rank's copy, publishing it in a pull slot), and the sorted rows are
+//                       then read locally: a token routed to topk experts is read topk times.
 //   moe_unsort_kernel   expert-sorted output rows back to token order (t * topk + j); rows of
 //                       invalid expert ids become NaN.
 // Both ops include it; the kernels are static (each translation unit launches its own copy).
@@ -32,6 +35,9 @@ struct MoeGatherParams {
   uint64_t* chunk_slots;  // local, map.num_tiles(); nullptr: nobody waits (the GEMM follows in stream order)
   const uint64_t* ready;  // one slot per rank: its staging holds this call's tokens
   bool from_self;         // every token is local (one rank, or gathered before): no waits
+  char* pulled = nullptr;          // local [world * tokens_per_rank, hidden]: peers' tokens pulled
+                                   // once before sorting (nullptr: sort straight from the peers)
+  uint64_t* pull_slots = nullptr;  // local, map.num_tiles(): block b pulled its share of chunk c
 };
 
 #if defined(__CUDACC__)
@@ -39,16 +45,29 @@ static __global__ void __launch_bounds__(kMoeThreads) moe_gather_kernel(const Mo
   const int32_t world = p.team.num_ranks, me = p.team.rank, experts = p.map.groups_per_chunk;
   for (int32_t c = 0; c < p.map.chunks; ++c) {
     const int32_t src = (me + c) % world;
-    const int32_t from = p.from_self ? me : src;
+    int32_t from = p.from_self ? me : src;
     if (!p.from_self && src != me) tile::rank_wait_block(p.team, p.ready, src);
+    const char* source = p.source;
+    int64_t first_token = p.from_self ? 0 : int64_t(src) * p.tokens_per_rank;
+    if (p.pulled != nullptr && src != me) {
+      const int64_t t = p.tokens_per_rank;
+      const int32_t lo = int32_t(t * blockIdx.x / gridDim.x), hi = int32_t(t * (blockIdx.x + 1) / gridDim.x);
+      tile::tile_gather_rows_block(p.team, p.pulled + first_token * p.row_bytes, p.source, p.row_bytes, lo, hi,
+                                   [](int32_t i) { return int64_t(i); }, src);
+      tile::producer_tile_notify_block<tile::Notify::local>(p.team, p.map, p.pull_slots, p.map.tile(c, blockIdx.x));
+      // Every block's share of chunk c (the slots of the chunk's first group are the chunk's).
+      tile::consumer_tile_wait_block(p.team, p.map, p.pull_slots, c * experts);
+      source = p.pulled;
+      first_token = 0;
+      from = me;
+    }
     const int32_t begin = c == 0 ? 0 : p.group_end[c * experts - 1];
     const int32_t end = p.group_end[c * experts + experts - 1];
     const int64_t rows = end - begin;
     const int32_t lo = begin + int32_t(rows * blockIdx.x / gridDim.x);
     const int32_t hi = begin + int32_t(rows * (blockIdx.x + 1) / gridDim.x);
-    const int64_t first_token = p.from_self ? 0 : int64_t(src) * p.tokens_per_rank;
     tile::tile_gather_rows_block(
-        p.team, p.sorted, p.source, p.row_bytes, lo, hi,
+        p.team, p.sorted, source, p.row_bytes, lo, hi,
         [&](int32_t i) {
           const int32_t entry = p.sorted_entry[i];
           return p.row_of_entry ? int64_t(p.row_of_entry[entry]) : int64_t(entry / p.topk) - first_token;

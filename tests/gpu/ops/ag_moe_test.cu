@@ -58,6 +58,7 @@ TEST_P(AgMoe, MatchesAFloat64ReferenceInEveryMode) {
       {DType::bf16, 19, 128, 256, 16, 3, Routing::one_hot},
       {DType::bf16, 160, 256, 512, 2, 2, Routing::uniform},  // tall groups: the 128x256 tiles
       {DType::fp16, 130, 192, 272, 3, 1, Routing::zipf},
+      {DType::bf16, 5, 128, 128, 16, 8, Routing::uniform},  // top-8, fewer tokens than gather blocks
   };
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
