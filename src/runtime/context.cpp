@@ -234,8 +234,8 @@ bool Context::is_symmetric(const void* p, size_t bytes) const {
 uint64_t Context::begin_op(const char* op, cudaStream_t stream) {
   const uint64_t epoch = begin_op(op);
   // One rank signals nobody: its kernels compare with nothing, so its GEMMs pay no extra launch.
-  if (num_ranks_ > 1) detail::enqueue_epoch_advance(epoch_word_, stream);
   device_epoch_ = true;
+  if (num_ranks_ > 1) detail::enqueue_epoch_advance(team(), stream);
   return epoch;
 }
 
@@ -323,10 +323,25 @@ void Context::check_faults(const char* op) {
   // An abort raised by a rank that is ahead names a call this rank has not made yet: its own
   // waits will give up when it makes it, and a later check raises it then.
   const uint64_t reached = std::max(slots[0], ops_.epoch());
+  const bool refused = abort_epoch != 0 && (slots[2] & ll::kAbortRefused) != 0;
+  const int raiser = abort_epoch != 0 ? int(slots[2] & (ll::kAbortRefused - 1)) - 1 : -1;
+  // A call this rank refused itself (abandon_call) was reported by the refusal's own error — also
+  // when other ranks refused it too and the slot names one of them.
+  if (refused && (raiser == rank_ || abandoned_since_check_)) abort_seen_ = abort_epoch;
+  abandoned_since_check_ = false;
   const bool elsewhere = abort_epoch != 0 && abort_epoch != abort_seen_ && abort_epoch <= reached;
   if (!here && !elsewhere) return;
   abort_seen_ = abort_epoch;
-  raise_aborted(op, abort_epoch != 0 ? int(slots[2]) - 1 : -1);
+  raise_aborted(op, raiser, refused);
+}
+
+void Context::abandon_call(const char* op, cudaStream_t stream, bool began) {
+  if (num_ranks_ == 1 || capturing()) return;
+  if (!began) begin_op_in_kernel(op);  // the kernel below advances the device epoch
+  ll::Team t = team();
+  t.epoch_word = epoch_word_;
+  detail::enqueue_refused_call_abort(t, !began, stream);
+  abandoned_since_check_ = true;
 }
 
 void Context::check_own_report() {
@@ -340,7 +355,7 @@ void Context::check_own_report() {
   if (mine.failed != 0 || mine.aborted != 0) check_faults(ops_.op().c_str());
 }
 
-void Context::raise_aborted(const char* op, int raiser) {
+void Context::raise_aborted(const char* op, int raiser, bool refused) {
   report_raised_ = true;
   OpFailure f;
   f.op = (op != nullptr && *op != '\0') ? op : ops_.op();
@@ -348,7 +363,7 @@ void Context::raise_aborted(const char* op, int raiser) {
   f.rank = rank_;
   f.device = device_;
   f.error_name = "call aborted";
-  f.error_text = aborted_call_text(raiser);
+  f.error_text = aborted_call_text(raiser, refused);
   std::vector<ll::WaitReport> reports;
   for (const ll::WaitReport* r : visible_reports_) reports.push_back(snapshot(r));
   throw Error(failure_message(f, reports, progress_of_visible_peers()));

@@ -26,10 +26,15 @@ std::string describe_wait(const ll::WaitReport& r) {
   return os.str();
 }
 
-std::string aborted_call_text(int raiser) {
+std::string aborted_call_text(int raiser, bool refused) {
   std::ostringstream os;
-  os << "a bounded wait timed out";
-  if (raiser >= 0) os << " on rank " << raiser;
+  if (refused) {
+    os << "rank " << raiser << " refused this call (its own error says why: its input, or its host"
+       << " could not make the call) after the others had begun it";
+  } else {
+    os << "a bounded wait timed out";
+    if (raiser >= 0) os << " on rank " << raiser;
+  }
   os << ", so every wait of this call gave up, on every rank: its outputs are not valid. The world "
         "stays usable: later calls run normally";
   return os.str();

@@ -31,7 +31,7 @@ struct RankProgress {
 };
 
 // The error text of a call that a timed-out wait aborted (raised by rank `raiser`; -1: unknown).
-std::string aborted_call_text(int raiser);
+std::string aborted_call_text(int raiser, bool refused = false);
 
 // The whole message: what failed where, then every wait report with failed != 0 (in rank order),
 // or a hint when no wait timed out, then each rank's host progress when there is more than one.

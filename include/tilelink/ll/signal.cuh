@@ -102,17 +102,24 @@ TL_DEVICE void note_aborted(const Team& t) {
   if (t.report != nullptr) *reinterpret_cast<volatile int32_t*>(&t.report->aborted) = 1;
 }
 
-// Raises the abort of call `epoch` on every rank of the team (one thread; no function call and
-// few live registers, so a producer warp on a reduced register budget can run it).
-TL_DEVICE void raise_abort(const Team& t, uint64_t epoch) {
-  if (t.abort_slots == nullptr) return;
-  note_aborted(t);
+// Writes the abort of call `epoch` into every rank's slots, naming this rank (`why`: 0 for a
+// timed-out wait, kAbortRefused for a call this rank's host refused). One thread.
+TL_DEVICE void announce_abort(const Team& t, uint64_t epoch, uint64_t why) {
 #pragma unroll 1
   for (int p = 0; p < t.num_ranks; ++p) {
     uint64_t* slots = symm_at(t, t.abort_slots, p);
-    st<Order::relaxed, Scope::sys>(slots + 1, uint64_t(t.rank) + 1);
+    st<Order::relaxed, Scope::sys>(slots + 1, uint64_t(t.rank) + 1 + why);
     red_max<Order::release, Scope::sys>(slots, epoch);
   }
+}
+
+// Raises the abort of call `epoch` on every rank of the team from a wait of this rank (one
+// thread; no function call and few live registers, so a producer warp on a reduced register
+// budget can run it).
+TL_DEVICE void raise_abort(const Team& t, uint64_t epoch) {
+  if (t.abort_slots == nullptr) return;
+  note_aborted(t);
+  announce_abort(t, epoch, 0);
 }
 
 // Claims this rank's report (the first failure since the host last cleared it wins).

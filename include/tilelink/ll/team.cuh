@@ -35,8 +35,10 @@ inline constexpr int kBarrierSlots = kMaxRanks;
 enum class Cmp : int32_t { eq = 0, ne, ge, gt, lt, le };
 
 // Signal slots every rank reserves for the world's abort (see ll/signal.cuh): slot 0 holds the
-// epoch of the latest call a timed-out wait aborted, slot 1 the rank that raised it, plus one.
+// epoch of the latest aborted call, slot 1 the rank that raised it, plus one, plus kAbortRefused
+// when that rank refused the call (its host could not make it) rather than a wait timing out.
 inline constexpr int kAbortSlots = 2;
+inline constexpr uint64_t kAbortRefused = uint64_t(1) << 32;
 
 // Filled by the first wait of a rank that times out, in host-mapped pinned memory, which the host
 // reads after the kernel returned (Context::synchronize) and clears once it raised the error.

@@ -146,6 +146,12 @@ class Context {
   // (ll::kernel_call_team / ll::end_kernel_call_block): like begin_op(op, stream), capturable,
   // without the extra launch.
   uint64_t begin_op_in_kernel(const char* op);
+  // This rank cannot make the call `op` it started on `stream` (its input was refused, or its
+  // host failed) while its peers may be making it: keeps every rank's epoch in step (begins the
+  // call here unless `began`) and raises the call's abort on every rank, marked as refused by this
+  // rank, so the peers' waits give up at once and their calls fail naming this rank instead of
+  // timing out. Nothing to do for one rank or inside a capture.
+  void abandon_call(const char* op, cudaStream_t stream, bool began);
   uint64_t epoch() const { return ops_.epoch(); }
   const char* current_op() const { return ops_.op().c_str(); }
   ll::Team team() const;
@@ -238,6 +244,7 @@ class Context {
   uint64_t* epoch_word_ = nullptr;             // the device epoch (one slot of the pool)
   uint64_t* abort_slots_ = nullptr;            // ll::kAbortSlots slots right after it
   uint64_t abort_seen_ = 0;                    // the abort epoch of the last fault raised here
+  bool abandoned_since_check_ = false;         // abandon_call ran since the last check_faults
   bool report_raised_ = false;                 // report_ was raised; cleared at the next call
   bool device_epoch_ = false;                  // the current call began on a stream
   const char* capturing_op_ = nullptr;
@@ -258,7 +265,7 @@ class Context {
                         const char* unit);
   [[noreturn]] void rethrow_with_rank(const Error& e) const;
   // Throws the Error for a call aborted by a timed-out wait (on rank `raiser`, -1: unknown).
-  [[noreturn]] void raise_aborted(const char* op, int raiser);
+  [[noreturn]] void raise_aborted(const char* op, int raiser, bool refused);
   std::vector<RankProgress> progress_of_visible_peers() const;
   // Clears this rank's report if it was raised, then raises a fault it holds (host read only).
   void check_own_report();

@@ -67,6 +67,7 @@ void run_op_call(Context& ctx, const char* op, std::optional<cudaStream_t> reque
     ~CaptureScope() { ctx.set_capturing(nullptr); }
   } scope{ctx};
   ctx.set_capturing(captured ? op : nullptr);
+  const uint64_t epoch_before = ctx.epoch();
   try {
     if (!captured) order.begin(stream);
     body(stream);
@@ -76,7 +77,16 @@ void run_op_call(Context& ctx, const char* op, std::optional<cudaStream_t> reque
     // Querying a stream under capture would invalidate the capture.
     if (device == cudaSuccess && !captured) device = cudaStreamQuery(stream);
     if (device != cudaSuccess && device != cudaErrorNotReady) ctx.raise(op, device);
-    throw;  // the device is fine: the error is about this call's input or host state
+    // The device is fine: the error is about this call's input or host state, and the peers may
+    // be making the call (their checks of a call shape they have seen need no collective). Keep
+    // the epochs in step and end their call at once rather than at their wait bound.
+    try {
+      ctx.abandon_call(op, stream, ctx.epoch() != epoch_before);
+      if (!captured) order.end(stream);
+    } catch (const Error&) {
+      // Reporting the call's own error matters more than this one.
+    }
+    throw;
   }
 }
 
