@@ -33,29 +33,24 @@ else
   echo "setup: Debian packages present (${TILELINK_APT_PACKAGES[*]})"
 fi
 
-# ---- CUTLASS/CuTe headers from PyPI ------------------------------------------------------------
-cutlass_dir="$root/.deps/cutlass"
-if [ ! -f "$cutlass_dir/cutlass_library/source/include/cutlass/cutlass.h" ]; then
-  echo "setup: installing nvidia-cutlass==$TILELINK_CUTLASS_VERSION headers into .deps/cutlass"
-  rm -rf "$cutlass_dir"
-  # --target installs into our own folder, so Debian's "externally managed" guard does not apply;
-  # the variable tells pip so on versions that check anyway.
+# ---- pinned PyPI packages into .deps/ ---------------------------------------------------------
+# pip_into_deps NAME SPEC MARKER: installs SPEC into .deps/NAME unless .deps/NAME/MARKER exists.
+# --target installs into our own folder, so Debian's "externally managed" guard does not apply;
+# the variable tells pip so on versions that check anyway.
+pip_into_deps() {
+  local dir="$root/.deps/$1"
+  if [ -f "$dir/$3" ]; then
+    echo "setup: $2 present (.deps/$1)"
+    return
+  fi
+  echo "setup: installing $2 into .deps/$1"
+  rm -rf "$dir"
   PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore \
-    --target "$cutlass_dir" "nvidia-cutlass==$TILELINK_CUTLASS_VERSION"
-else
-  echo "setup: CUTLASS headers present (.deps/cutlass)"
-fi
-
-# ---- NVSHMEM from PyPI (headers and host library of the NVSHMEM transport) --------------------
-nvshmem_dir="$root/.deps/nvshmem"
-if [ ! -f "$nvshmem_dir/nvidia/nvshmem/lib/libnvshmem_host.so.3" ]; then
-  echo "setup: installing nvidia-nvshmem-cu13==$TILELINK_NVSHMEM_VERSION into .deps/nvshmem"
-  rm -rf "$nvshmem_dir"
-  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore \
-    --target "$nvshmem_dir" "nvidia-nvshmem-cu13==$TILELINK_NVSHMEM_VERSION"
-else
-  echo "setup: NVSHMEM present (.deps/nvshmem)"
-fi
+    --target "$dir" "$2"
+}
+# CUTLASS/CuTe headers (the GEMM engine), NVSHMEM's headers and host library (its transport).
+pip_into_deps cutlass "nvidia-cutlass==$TILELINK_CUTLASS_VERSION" cutlass_library/source/include/cutlass/cutlass.h
+pip_into_deps nvshmem "nvidia-nvshmem-cu13==$TILELINK_NVSHMEM_VERSION" nvidia/nvshmem/lib/libnvshmem_host.so.3
 
 # ---- CUDA toolkit ------------------------------------------------------------------------------
 nvcc_path="$(command -v nvcc || true)"
