@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace example {
 

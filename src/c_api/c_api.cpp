@@ -19,7 +19,7 @@
 #include "tilelink/gemm/grouped.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace {

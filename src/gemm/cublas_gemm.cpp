@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::gemm {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tilelink/gemm/hooks.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::gemm {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "tilelink/gemm/hooks.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::gemm {
 

@@ -3,7 +3,7 @@
 
 #include "tilelink/ll/kernel_call.cuh"
 #include "tilelink/ll/signal.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::detail {
 namespace {

@@ -1,5 +1,5 @@
 // Error plumbing shared by every part of tilelink: CUDA failures and the rank tag of a thread.
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::detail {
 

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink {
 namespace {

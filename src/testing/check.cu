@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::test {
 namespace {

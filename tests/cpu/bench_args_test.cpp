@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench/registry.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 #include "tilelink/runtime/heap_layout.hpp"
 
 namespace tilelink {

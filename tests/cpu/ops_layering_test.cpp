@@ -2,6 +2,8 @@
 // work, or includes an ll/ header other than team.cuh (the Team type every kernel receives).
 // Files that still do are listed below, each with what it uses; the list may only shrink — a
 // listed file that no longer needs its exception fails the test too, so it is removed from here.
+// And the layers below the ops never include an op header: what they share with the ops (DType,
+// Error) lives in core/.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -72,6 +74,26 @@ TEST(OpsLayering, OpsUseTilePrimitivesNotLowLevelOnes) {
   for (const auto& [rel, why] : kExceptions)
     EXPECT_TRUE(still_needed.count(rel)) << rel << " is listed as an exception (" << why
                                          << ") but no longer needs it: remove it from kExceptions";
+}
+
+// Every source file under `dir` (relative to the source root) that includes a tilelink/ops/ header.
+std::string op_includes_under(const char* dir) {
+  static const std::regex include(R"(#include\s+"tilelink/ops/[^"]+")");
+  std::string found;
+  const fs::path root = TILELINK_SOURCE_DIR;
+  for (const auto& entry : fs::recursive_directory_iterator(root / dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string text = read(entry.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), include), end; it != end; ++it)
+      found += "  " + fs::relative(entry.path(), root).generic_string() + ": " + it->str() + "\n";
+  }
+  return found;
+}
+
+TEST(OpsLayering, LayersBelowTheOpsIncludeNoOpHeader) {
+  for (const char* dir : {"include/tilelink/core", "include/tilelink/ll", "include/tilelink/tile",
+                          "include/tilelink/gemm", "include/tilelink/runtime", "src/gemm", "src/runtime"})
+    EXPECT_EQ(op_includes_under(dir), "") << dir << " reaches up into the ops";
 }
 
 TEST(OpsLayering, TheCheckSeesWhatItLooksFor) {

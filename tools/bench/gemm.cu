@@ -39,7 +39,7 @@
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/testing_hooks.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 // baselines' torch.cuda._sleep, bench/torch_baselines.py).
 #include "bench/gpu_spin.hpp"
 #include "tilelink/ll/timer.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
 namespace {

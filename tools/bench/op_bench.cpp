@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "bench/shape_sample.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
 

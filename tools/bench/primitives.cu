@@ -32,7 +32,7 @@
 #include "bench/registry.hpp"
 #include "tilelink/ll.cuh"
 #include "tilelink/runtime/context.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace ll = tilelink::ll;

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
 

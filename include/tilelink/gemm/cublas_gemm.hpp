@@ -16,7 +16,7 @@
 #include <memory>
 #include <optional>
 
-#include "tilelink/ops/common.hpp"
+#include "tilelink/core/dtype.hpp"
 
 namespace tilelink::gemm {
 

@@ -20,7 +20,7 @@
 #include "tilelink/gemm/collectives.cuh"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/hooks.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::gemm {
 namespace detail {

@@ -25,7 +25,7 @@
 #include <type_traits>
 
 #include "tilelink/gemm/configs.inc"
-#include "tilelink/ops/common.hpp"  // DType (vocabulary shared with the ops)
+#include "tilelink/core/dtype.hpp"
 
 namespace tilelink::gemm {
 

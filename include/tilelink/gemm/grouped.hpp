@@ -28,7 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tilelink/ops/common.hpp"  // DType
+#include "tilelink/core/dtype.hpp"
 
 namespace tilelink::gemm {
 

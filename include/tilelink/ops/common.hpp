@@ -1,17 +1,12 @@
 // tilelink/ops/common.hpp — vocabulary shared by the fused ops' host APIs.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <ostream>
 
+#include "tilelink/core/dtype.hpp"
+
 namespace tilelink {
-
-enum class DType : int32_t { bf16 = 0, fp16 = 1 };
-
-inline size_t dtype_size(DType) { return 2; }
-inline const char* dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "fp16"; }
-inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
 // Who moves a tile: the rank that has it writes it into the consumer (push), or the consumer
 // reads it from the owner (pull).

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "tilelink/ll/team.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 #include "tilelink/runtime/heap_layout.hpp"
 #include "tilelink/runtime/op_sequence.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <nccl.h>
 
-#include "tilelink/ops/common.hpp"
+#include "tilelink/core/dtype.hpp"
 #include "tilelink/runtime/context.hpp"
 
 namespace tilelink {

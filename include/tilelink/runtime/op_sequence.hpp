@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink {
 

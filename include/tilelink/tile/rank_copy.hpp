@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::tile {
 

@@ -22,7 +22,7 @@
 
 #include "tilelink/ll/memory_order.cuh"
 #include "tilelink/ll/signal.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::tile {
 

@@ -22,7 +22,7 @@
 #include <optional>
 
 #include "tilelink/runtime/context.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::ops {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tilelink/runtime/context.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 #include "tilelink/tile/stream_signal.cuh"
 
 namespace tilelink::ops {

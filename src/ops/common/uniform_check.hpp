@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "tilelink/runtime/context.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::ops {
 

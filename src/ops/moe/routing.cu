@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::ops {
 namespace {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "tilelink/runtime/context.hpp"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 #include "tilelink/runtime/world.hpp"
 
 namespace tilelink::test {

@@ -9,7 +9,7 @@
 #include "gpu/gemm/reference.cuh"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/hooks.cuh"
-#include "tilelink/runtime/error.hpp"
+#include "tilelink/core/error.hpp"
 
 using namespace tilelink::gemm;
 using tilelink::DType;

@@ -1,4 +1,4 @@
-// tilelink/runtime/error.hpp — one exception type, and checks that say what failed where.
+// tilelink/core/error.hpp — one exception type, and checks that say what failed where.
 #pragma once
 
 #include <cuda_runtime.h>
