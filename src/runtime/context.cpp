@@ -337,10 +337,12 @@ void Context::check_faults(const char* op) {
 
 void Context::abandon_call(const char* op, cudaStream_t stream, bool began) {
   if (num_ranks_ == 1 || capturing()) return;
+  // A call begun on the host alone (cuBLAS then NCCL) has no device wait for an abort to end,
+  // and its epoch is already counted; its device word is not the call's, so announcing it would
+  // name the previous call.
+  if (began && !device_epoch_) return;
   if (!began) begin_op_in_kernel(op);  // the kernel below advances the device epoch
-  ll::Team t = team();
-  t.epoch_word = epoch_word_;
-  detail::enqueue_refused_call_abort(t, !began, stream);
+  detail::enqueue_refused_call_abort(team(), !began, stream);
   abandoned_since_check_ = true;
 }
 
