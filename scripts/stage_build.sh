@@ -13,5 +13,7 @@ mkdir -p "$dest"
 mkdir -p "$dest/bin"
 find "$build/bin" -maxdepth 1 -type f ! -name 'cpu_*' -exec cp -a {} "$dest/bin/" \;
 [ -d "$build/lib" ] && cp -a "$build/lib" "$dest/"  # libtilelink_c.so, for the Python package
+# Host symbols and debug sections are not needed to run there (the device code is untouched).
+find "$dest/bin" "$dest/lib" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
 (cd "$build" && find . -name CTestTestfile.cmake -print0 | xargs -0 -I{} cp --parents {} "$dest/")
 echo "staged $build -> $dest ($(du -sh "$dest" | cut -f1))"

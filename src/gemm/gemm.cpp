@@ -27,6 +27,14 @@ bool parse_config(const std::string& name, GemmConfig* out) {
   return false;
 }
 
+const char* decomposition_name(Decomposition d) {
+  switch (d) {
+    case Decomposition::split_k: return "split_k";
+    case Decomposition::stream_k: return "stream_k";
+    default: return "data_parallel";
+  }
+}
+
 const char* raster_name(Raster r) {
   switch (r) {
     case Raster::along_m: return "along_m";
@@ -115,26 +123,87 @@ void prepare_kernels() {
 }
 
 // ---- heuristic -----------------------------------------------------------------------------
-// Rule (docs/GEMM.md "Heuristic"): every `lib` config gets
-//     score = wave_efficiency(shape, tile, SMs) * throughput_prior(config, K)
-// and the best score wins; ties go to the earlier (simpler) config. wave_efficiency is the
+// Rule (docs/GEMM.md "Heuristic"): every allowed config, with each work division it can run,
+// gets
+//     score = grid_efficiency(shape, config, division, SMs) * throughput_prior(config, K)
+// and the best score wins; ties go to the earlier (simpler) candidate. grid_efficiency is the
 // fraction of the persistent grid's tile slots that do useful work (partial edge tiles count
-// for their covered area); the priors are each kernel's relative per-tile speed, fitted to the
-// device sweep (tilelink-bench gemm --sweep). Raster/swizzle: along_n, swizzle by B's size.
+// for their covered area), less what a split pays to reduce its partial sums; the priors are
+// each kernel's relative per-tile speed, fitted to the device sweeps (tilelink-bench gemm
+// --sweep, --sweep-random). Raster/swizzle: along_n, swizzle by B's size.
 namespace {
 
+// The kernel's own (M, N): swapped configs run over (N, M).
+struct KernelDims {
+  int64_t m, n;
+};
+KernelDims kernel_dims(const GemmShape& s, const GemmConfigInfo& c) {
+  return c.operands == GemmOperands::ba ? KernelDims{s.N, s.M} : KernelDims{s.M, s.N};
+}
+
+struct GridCount {
+  int64_t units, slots, unit_rows, unit_cols;
+};
+GridCount grid_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  const KernelDims d = kernel_dims(s, c);
+  const int64_t rows = int64_t(c.tile_m) * c.cluster_m, cols = int64_t(c.tile_n) * c.cluster_n;
+  const int64_t units = ((d.m + rows - 1) / rows) * ((d.n + cols - 1) / cols);
+  return {units, std::max<int64_t>(1, sms / (c.cluster_m * c.cluster_n)), rows, cols};
+}
+
+// Data-parallel: whole tiles, whole waves.
 double wave_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
-  const int64_t tm = c.tile_m, tn = c.tile_n;
-  // Cluster units: the persistent grid holds sms / cluster_size clusters.
-  const int64_t cm = c.cluster_m, cn = c.cluster_n;
-  const int64_t units_m = (s.M + tm * cm - 1) / (tm * cm);
-  const int64_t units_n = (s.N + tn * cn - 1) / (tn * cn);
-  const int64_t slots = std::max<int64_t>(1, sms / (cm * cn));
-  const int64_t units = units_m * units_n;
-  const int64_t waves = (units + slots - 1) / slots;
-  const double useful = double(s.M) * double(s.N);
-  const double capacity = double(waves) * double(slots) * double(tm * cm) * double(tn * cn);
-  return useful / capacity;
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t waves = (g.units + g.slots - 1) / g.slots;
+  const double capacity = double(waves) * double(g.slots) * double(g.unit_rows) * double(g.unit_cols);
+  return double(s.M) * double(s.N) / capacity;
+}
+
+// Split-K pays per launch (zeroing the lock workspace) and per slice (the tile's fp32 partial
+// sums pass through memory, one slice after the other), which only long slices amortise: on the
+// H200 it won where each tile's K was >= 16k and lost or tied at K <= 4k, even on grids of 7
+// tiles (docs/PERF.md, "split-K, stream-K and swapped operands"). So: K >= kMinSplitDepth, and
+// slices of at least kMinSliceK.
+constexpr int64_t kMinSplitDepth = 8192;
+constexpr int64_t kMinSliceK = 2048;
+// The fixup of one slice, in K iterations of work it costs on top of its own.
+constexpr double kSliceFixupK = 512.0;
+
+// The deterministic fixup is a chain: slice i adds its partial sums after slice i-1, one global
+// memory round trip (~2-3 us on the H200) each. Measured: 2-4 slices 0.80-0.91x cuBLASLt, 6-15
+// slices 0.33-0.61x on the same kind of grid. So at most kMaxChainedSplits.
+constexpr int64_t kMaxChainedSplits = 4;
+
+// The split count that fills one wave: as many K slices per tile as idle slots allow.
+int split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  if (s.K < kMinSplitDepth) return 1;
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t by_grid = g.slots / std::max<int64_t>(1, g.units);
+  const int64_t by_depth = s.K / kMinSliceK;
+  return int(std::clamp<int64_t>(std::min({by_grid, by_depth, kMaxChainedSplits}), 1, kMaxSplits));
+}
+
+double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t work = g.units * splits;
+  const int64_t waves = (work + g.slots - 1) / g.slots;
+  const int64_t k_tiles = (s.K + c.tile_k - 1) / c.tile_k;
+  const double slice_k = double((k_tiles + splits - 1) / splits * c.tile_k) + kSliceFixupK;
+  const double capacity = double(waves) * double(g.slots) * double(g.unit_rows) * double(g.unit_cols) * slice_k;
+  return double(s.M) * double(s.N) * double(s.K) / capacity;
+}
+
+// Stream-K: every SM gets an equal share of the K iterations, so only the edge tiles' padding
+// is lost; the CTAs that share a tile meet in the workspace (kStreamKCost). It needs a deep K to
+// share (kMinStreamK) and more than half a wave of tiles (fewer: split_k is the simpler form).
+constexpr double kStreamKCost = 0.93;
+constexpr int64_t kMinStreamK = 4096;
+double stream_k_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  const GridCount g = grid_count(s, c, sms);
+  if (s.K < kMinStreamK) return 0.0;
+  if (g.units <= g.slots / 2) return 0.0;
+  const double padded = double(g.units) * double(g.unit_rows) * double(g.unit_cols);
+  return double(s.M) * double(s.N) / padded * kStreamKCost;
 }
 
 // Relative per-tile speed of each kernel against cuBLAS on full waves, for K > 2048 and
@@ -160,21 +229,66 @@ constexpr Prior kPriors[] = {
     {GemmConfig::coop_256x128_c1x2, 1.041, 1.001}, {GemmConfig::coop_128x192_c2x1, 1.038, 0.992},
     {GemmConfig::coop_128x256_c1x2, 1.037, 0.999}, {GemmConfig::coop_256x128_c2x1, 1.041, 0.993},
     {GemmConfig::coop_128x128_c2x1, 1.024, 0.952}, {GemmConfig::pp_64x128_c1x2, 0.83, 0.83},
+    // The cooperative kernel on the stream-K scheduler, from the random-shape sweeps (docs/PERF.md,
+    // "split-K, stream-K and swapped operands"). 128x256 c2x1: like its data-parallel twin.
+    // 128x128 without a cluster: 0.53-0.66x cuBLASLt data-parallel where the ping-pong 128x128
+    // ran 0.65-0.80x. Swapped 128x64: for M <= 64 one tile column holds every row and the GEMM
+    // is bound by reading B (0.75-0.95x on large B); above that the narrow tile ran 0.31-0.49x.
+    // For M <= 64 the swapped tile ran 0.70-0.95x where the 64x128 ping-pong it ties with on grid
+    // fill ran 0.47-0.76x (each of its clusters idles one consumer warp group on one tile row).
+    {GemmConfig::sk_128x256_c2x1, 1.02, 0.98}, {GemmConfig::sk_128x128_c1x1, 0.80, 0.76},
+    {GemmConfig::skba_128x64_c1x1, 1.00, 1.00, 64, 0.30},
 };
 
-double throughput_prior(GemmConfig cfg, const GemmShape& s) {
+// Deep K (> kDeepK): 128x128 and smaller tiles ran 0.61-0.81x cuBLASLt data-parallel on the
+// random shapes (e.g. 8712x1544x17120, 128x128 ping-pong: 0.69x) where the 128x256 tiles with
+// stream-K ran 0.82-0.99x; the priors above were fitted on the reference shapes, where no
+// 128x128 tile ran with K > 8192.
+constexpr int64_t kDeepK = 8192;
+constexpr double kDeepKSmallTile = 0.85;
+
+double fitted_prior(GemmConfig cfg, const GemmShape& s) {
   const bool short_k = s.K <= 2048;
   for (const Prior& p : kPriors) {
     if (p.config != cfg) continue;
     if (p.max_m > 0 && s.M > p.max_m) return p.beyond_max_m;
     return short_k ? p.short_k : p.long_k;
   }
+  return 0.0;
+}
+
+double throughput_prior(GemmConfig cfg, const GemmShape& s) {
+  const GemmConfigInfo& info = config_info(cfg);
+  const double deep = s.K > kDeepK && info.operands == GemmOperands::ab && info.tile_m * info.tile_n <= 128 * 128
+                          ? kDeepKSmallTile
+                          : 1.0;
+  if (const double p = fitted_prior(cfg, s); p > 0.0) return p * deep;
   // Configs without a fitted prior (sweep set, when allowed): by tile area.
-  const GemmConfigInfo& c = config_info(cfg);
-  if (c.schedule == GemmSchedule::pp) return 0.90;
-  const int area = c.tile_m * c.tile_n;
+  if (info.schedule == GemmSchedule::pp) return 0.90 * deep;
+  const int area = info.tile_m * info.tile_n;
   const double p = area >= 128 * 256 ? 1.0 : area >= 128 * 192 ? 0.97 : area >= 128 * 176 ? 0.96 : 0.93;
-  return short_k ? p * 0.96 : p;
+  return (s.K <= 2048 ? p * 0.96 : p) * deep;
+}
+
+struct Candidate {
+  GemmPlan plan;
+  double score;
+};
+
+// The best work division of one config for the shape.
+Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
+  const GemmConfigInfo& c = config_info(cfg);
+  const double prior = throughput_prior(cfg, s);
+  Candidate best{GemmPlan{cfg}, wave_efficiency(s, c, sms) * prior};
+  if (c.schedule != GemmSchedule::sk) return best;
+  const int splits = split_count(s, c, sms);
+  if (splits >= 2) {
+    const double score = split_efficiency(s, c, sms, splits) * prior;
+    if (score > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k, splits}, score};
+  }
+  const double sk = stream_k_efficiency(s, c, sms) * prior;
+  if (sk > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::stream_k, 1}, sk};
+  return best;
 }
 
 }  // namespace
@@ -190,35 +304,110 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
   }
   TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
   if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
-  GemmPlan best{};
-  double best_score = -1.0;
+  Candidate best{GemmPlan{}, -1.0};
   for (int i = 0; i < kNumGemmConfigs; ++i) {
     const GemmConfigInfo& c = kGemmConfigInfo[i];
     if (!(allowed & (uint64_t(1) << i))) continue;
     if (c.cluster_m * c.cluster_n > sms) continue;
-    const double score = wave_efficiency(s, c, sms) * throughput_prior(static_cast<GemmConfig>(i), s);
-    if (score > best_score + 1e-9) {
-      best_score = score;
-      best.config = static_cast<GemmConfig>(i);
-    }
+    const Candidate cand = best_division(s, static_cast<GemmConfig>(i), sms);
+    if (cand.score > best.score + 1e-9) best = cand;
   }
-  TL_REQUIRE(best_score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
+  TL_REQUIRE(best.score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
   // Raster and swizzle: the sweep's most robust setting per kernel (geometric mean and worst case
   // over the reference shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80
   // worst), except the 1x2-cluster ping-pong, which prefers along_m (0.978 mean).
-  const GemmConfigInfo& chosen = config_info(best.config);
-  best.raster = chosen.schedule == GemmSchedule::pp && chosen.cluster_n > 1 ? Raster::along_m : Raster::along_n;
+  GemmPlan plan = best.plan;
+  const GemmConfigInfo& chosen = config_info(plan.config);
+  plan.raster = chosen.schedule == GemmSchedule::pp && chosen.cluster_n > 1 ? Raster::along_m : Raster::along_n;
   // One row of clusters (decode-sized M): swizzle 2 left half the persistent grid idle there
-  // (M = 256, pp_128x128_c2x1: 0.61x cuBLAS with swizzle 2, 0.93x with 1).
-  const bool one_cluster_row = s.M <= int64_t(chosen.tile_m) * chosen.cluster_m;
-  best.swizzle = one_cluster_row ? 1 : 2;
-  return best;
+  // (M = 256, pp_128x128_c2x1: 0.61x cuBLAS with swizzle 2, 0.93x with 1). Split and stream-K
+  // grids are short by construction: no swizzle.
+  const bool one_cluster_row = kernel_dims(s, chosen).m <= int64_t(chosen.tile_m) * chosen.cluster_m;
+  plan.swizzle = one_cluster_row || plan.decomposition != Decomposition::data_parallel ? 1 : 2;
+  return plan;
 }
 
+// ---- workspace -------------------------------------------------------------------------------
+size_t gemm_workspace_bytes(const GemmShape& shape, DType dtype, const GemmPlan& plan, int sm_budget) {
+  if (config_info(plan.config).schedule != GemmSchedule::sk) return 0;
+  const GemmLaunchOptions opt = launch_options(plan, sm_budget);
+  switch (plan.config) {
+#define TILELINK_GEMM_X_WS_plain(name)                                                          \
+  case GemmConfig::name:                                                                        \
+    return dtype == DType::bf16 ? detail::workspace_bytes_of<__nv_bfloat16, GemmConfig::name>(shape, opt) \
+                                : detail::workspace_bytes_of<__half, GemmConfig::name>(shape, opt);
+#define TILELINK_GEMM_X_WS_lib(name)
+#define TILELINK_GEMM_X_WS_sweep(name)
+#define TILELINK_GEMM_X_WS(name, sched, tm, tn, tk, cm, cn, st, en, ops, set) TILELINK_GEMM_X_WS_##set(name)
+    TILELINK_GEMM_CONFIGS(TILELINK_GEMM_X_WS)
+#undef TILELINK_GEMM_X_WS
+#undef TILELINK_GEMM_X_WS_plain
+#undef TILELINK_GEMM_X_WS_lib
+#undef TILELINK_GEMM_X_WS_sweep
+    default:
+      fail_config_not_in_set(plan.config, "gemm_workspace_bytes (`sk` configs are compiled as `plain`)");
+  }
+}
+
+namespace detail {
+namespace {
+// The engine's own pool per device: stream-ordered, and it keeps what it has (release threshold
+// unlimited) so a launch after a synchronisation does not map memory again. Its own pool, not
+// the device's default one, so the program's allocator settings are left alone.
+cudaMemPool_t engine_pool(int device) {
+  static std::mutex mutex;
+  static cudaMemPool_t pools[64] = {};
+  TL_REQUIRE(device >= 0 && device < 64, "gemm: device ", device, " out of range for the workspace pool");
+  std::lock_guard<std::mutex> lock(mutex);
+  if (pools[device] == nullptr) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    cudaError_t e = cudaMemPoolCreate(&pool, &props);
+    TL_REQUIRE(e == cudaSuccess, "gemm: cudaMemPoolCreate failed: ", cudaGetErrorString(e));
+    uint64_t keep = UINT64_MAX;
+    e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    TL_REQUIRE(e == cudaSuccess, "gemm: cudaMemPoolSetAttribute failed: ", cudaGetErrorString(e));
+    pools[device] = pool;
+  }
+  return pools[device];
+}
+}  // namespace
+
+LaunchWorkspace::LaunchWorkspace(size_t bytes, void* caller, size_t caller_bytes, cudaStream_t stream,
+                                 const char* who)
+    : stream_(stream) {
+  if (bytes == 0) return;
+  if (caller != nullptr) {
+    TL_REQUIRE(caller_bytes >= bytes && reinterpret_cast<uintptr_t>(caller) % 128 == 0, "gemm[", who,
+               "]: the workspace must be 128-byte aligned and hold ", bytes, " bytes (got ", caller_bytes,
+               "; gemm_workspace_bytes says how much)");
+    ptr_ = caller;
+    return;
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+  TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: cudaStreamIsCapturing failed: ", cudaGetErrorString(e));
+  if (capture == cudaStreamCaptureStatusActive) {
+    e = cudaMallocAsync(&ptr_, bytes, stream);  // a graph allocation, owned by the graph's replays
+  } else {
+    e = cudaMallocFromPoolAsync(&ptr_, bytes, engine_pool(current_device_or_throw(who)), stream);
+  }
+  TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: cannot allocate a ", bytes,
+             "-byte split-K workspace: ", cudaGetErrorString(e));
+  owned_ = true;
+}
+
+LaunchWorkspace::~LaunchWorkspace() {
+  if (owned_) (void)cudaFreeAsync(ptr_, stream_);
+}
+}  // namespace detail
 // ---- run-time dtype entry point ----------------------------------------------------------
 void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, const GemmPlan* plan,
           int sm_budget, cudaStream_t stream) {
-  const GemmPlan p = plan ? *plan : choose_config(shape, dtype, sm_budget);
+  const GemmPlan p = plan ? *plan : choose_config(shape, dtype, sm_budget, kPlainConfigMask);
   switch (dtype) {
     case DType::bf16: {
       GemmArgs<__nv_bfloat16> a{static_cast<const __nv_bfloat16*>(A), static_cast<const __nv_bfloat16*>(B),

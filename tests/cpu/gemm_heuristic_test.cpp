@@ -53,6 +53,65 @@ TEST(GemmHeuristic, SmallerSmBudgetStillFindsAConfig) {
   }
 }
 
+// The plain GEMM (lib + plain configs) on short grids: few output tiles and deep K split K
+// across idle SMs; a few rows swap operands so the 128-row MMA tiles hold weight rows.
+g::GemmPlan plain(int64_t m, int64_t n, int64_t k, int sms = 132) {
+  return g::choose_config(g::packed({m, n, k}), DType::bf16, sms, g::kPlainConfigMask);
+}
+
+TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
+  // M = 5, N = 2048, K = 16384: 16 swapped tiles of 128 weight rows, split 4 ways.
+  const g::GemmPlan p = plain(5, 2048, 16384);
+  EXPECT_EQ(p.config, g::GemmConfig::skba_128x64_c1x1);
+  EXPECT_EQ(p.decomposition, g::Decomposition::split_k);
+  EXPECT_EQ(p.splits, 4);  // at most 4 slices chained through the deterministic fixup
+  EXPECT_EQ(p.swizzle, 1);
+  // Shallow K is not split, however short the grid: the fixup and the workspace zeroing cost
+  // more than the idle SMs (measured: no gain at K <= 4096 even on 7 tiles).
+  EXPECT_EQ(plain(5, 2048, 4096).decomposition, g::Decomposition::data_parallel);
+  // Rows beyond one 64-wide column do not take the narrow swapped tile.
+  EXPECT_NE(plain(2324, 1704, 19912).config, g::GemmConfig::skba_128x64_c1x1);
+}
+
+TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
+  int splits_seen = 0;
+  for (int64_t m : {1, 3, 17, 64, 100, 300, 1000, 3000})
+    for (int64_t n : {256, 1000, 4096, 14336})
+      for (int64_t k : {256, 1024, 4096, 16384, 32768})
+        for (int sms : {16, 78, 132}) {
+          const g::GemmPlan p = plain(m, n, k, sms);
+          const auto& c = g::config_info(p.config);
+          EXPECT_NE(c.set, g::GemmConfigSet::sweep);
+          if (c.schedule != g::GemmSchedule::sk) EXPECT_EQ(p.decomposition, g::Decomposition::data_parallel);
+          if (p.decomposition != g::Decomposition::split_k) continue;
+          ++splits_seen;
+          EXPECT_GE(p.splits, 2);
+          EXPECT_LE(p.splits, g::kMaxSplits);
+          EXPECT_GE(k, 8192) << m << "x" << n << "x" << k;
+          EXPECT_GE(k / p.splits, 2048) << m << "x" << n << "x" << k;
+          const bool ba = c.operands == g::GemmOperands::ba;
+          const int64_t km = ba ? n : m, kn = ba ? m : n;
+          const int64_t units = ((km + c.tile_m * c.cluster_m - 1) / (c.tile_m * c.cluster_m)) *
+                                ((kn + c.tile_n * c.cluster_n - 1) / (c.tile_n * c.cluster_n));
+          EXPECT_LE(units * p.splits, sms / (c.cluster_m * c.cluster_n)) << m << "x" << n << "x" << k;
+        }
+  EXPECT_GT(splits_seen, 10);
+}
+
+TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {
+  // The default mask is what the fused ops' hooked kernels exist for: lib configs, whole tiles.
+  for (int64_t m : {1, 5, 128, 3000, 8192})
+    for (int64_t k : {512, 16384}) {
+      const g::GemmPlan p = plan(m, 2048, k);
+      EXPECT_EQ(g::config_info(p.config).set, g::GemmConfigSet::lib);
+      EXPECT_EQ(p.decomposition, g::Decomposition::data_parallel);
+    }
+  // Large, full-wave shapes keep the fitted data-parallel choice in the plain set too.
+  EXPECT_EQ(plain(8192, 3584, 8192).config, g::GemmConfig::coop_128x256_c2x1);
+  EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
+  EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
+}
+
 }  // namespace
 
 #include "tilelink/gemm/grouped.hpp"

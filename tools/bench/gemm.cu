@@ -10,7 +10,9 @@
 //                                       printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (sweep subset)  --sets N (input buffer sets, >= 2)  --sm-budget N
-//        --csv FILE  --no-check
+//        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only)
+//        --divisions (with --sweep-random: every plain config at each work division too)
+//        --no-overlap (plain launches without programmatic dependent launch)
 //
 // Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
 // a block >= 0.5 ms; a spin kernel ahead of the first event keeps host launch latency out of it),
@@ -172,11 +174,15 @@ void launch_any(GemmConfig c, const GemmArgs<bf16>& a, const GemmLaunchOptions& 
 #define X_CASE_lib(name) \
   case GemmConfig::name: \
     return gemm_launch<bf16, NoHooks, GemmConfig::name>(a, NoHooks{}, o, s);
+#define X_CASE_plain(name) X_CASE_lib(name)
 #define X_CASE_sweep(name)
-#define X_CASE(name, sched, tm, tn, tk, cm, cn, st, en, set) X_CASE_##set(name)
+#define X_CASE(name, sched, tm, tn, tk, cm, cn, st, en, ops, set) X_CASE_##set(name)
 #endif
     TILELINK_GEMM_CONFIGS(X_CASE)
 #undef X_CASE
+#undef X_CASE_lib
+#undef X_CASE_plain
+#undef X_CASE_sweep
     default:
       TL_REQUIRE(false, "gemm bench: config #", int(c),
                  " is not built into this binary (sweep set needs tilelink_gemm_sweep)");
@@ -284,7 +290,12 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
 
 std::string plan_str(const GemmPlan& p) {
   char buf[128];
-  snprintf(buf, sizeof buf, "%s/%s/sw%d", config_name(p.config), raster_name(p.raster), p.swizzle);
+  if (p.decomposition == Decomposition::split_k)
+    snprintf(buf, sizeof buf, "%s/%s/sw%d/split%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
+  else if (p.decomposition == Decomposition::stream_k)
+    snprintf(buf, sizeof buf, "%s/%s/sw%d/streamk", config_name(p.config), raster_name(p.raster), p.swizzle);
+  else
+    snprintf(buf, sizeof buf, "%s/%s/sw%d", config_name(p.config), raster_name(p.raster), p.swizzle);
   return buf;
 }
 
@@ -306,6 +317,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   const int sets = std::max<long>(2, args.get_int("sets", 2));
   const int budget = int(args.get_int("sm-budget", 0));
   const bool do_check = !args.has("no-check");
+  // The plain GEMM chooses among lib + plain; --lib-only: the set the fused ops' kernels have.
+  const uint64_t mask = args.has("lib-only") ? kLibConfigMask : kPlainConfigMask;
   Csv csv(args.get("csv", ""));
 
   cudaStream_t st;
@@ -324,10 +337,13 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
                 (unsigned long long)seed, (unsigned long long)seed);
   std::fflush(stdout);
 
+  const bool overlap = !args.has("no-overlap");
   auto engine = [&](Buffers& b, const GemmPlan& p) -> Launch {
-    return [&b, p, budget, st](int set) {
+    return [&b, p, budget, st, overlap](int set) {
       const GemmArgs<bf16> a{b.A[set], b.B[set], b.D, GemmShape{b.M, b.N, b.K}};
-      launch_any(p.config, a, GemmLaunchOptions{budget, p.raster, p.swizzle}, st);
+      GemmLaunchOptions o = launch_options(p, budget);
+      o.overlap_previous = overlap;
+      launch_any(p.config, a, o, st);
     };
   };
   auto cublas = [&](Buffers& b) -> Launch {
@@ -342,7 +358,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<double> ratios;
   for (const auto& s : shapes) {
     Buffers b(s, sets);
-    const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget);
+    const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask);
     std::string chk = "skipped";
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
     const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
@@ -435,6 +451,45 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     if (!best_plans.empty())
       std::printf("geomean ratio of the per-shape winners: %.3f\n", std::exp(best_log_sum / double(best_plans.size())));
     std::fflush(stdout);
+  }
+
+  // ---- 2b. work divisions of the plain configs ------------------------------------------------
+  // Each `plain` config data-parallel, split 2/4/8/16 ways (where K allows >= 256 per slice) and
+  // stream-K, against cuBLAS: the table the split rule and the plain priors are fitted to.
+  if (args.has("divisions")) {
+    std::printf("\n== work divisions of the plain configs (%d samples each, paired with cuBLAS) ==\n", sweep_samples);
+    std::fflush(stdout);
+    for (const auto& s : shapes) {
+      Buffers b(s, sets);
+      std::vector<GemmPlan> plans;
+      for (int i = 0; i < kNumGemmConfigs; ++i) {
+        const GemmConfig c = static_cast<GemmConfig>(i);
+        if (config_info(c).set != GemmConfigSet::plain) continue;
+        plans.push_back(GemmPlan{c});
+        for (int sp : {2, 4, 8, 16})
+          if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
+        plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
+      }
+      const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask);
+      std::printf("  %lldx%lldx%lld chosen %s:", (long long)s.M, (long long)s.N, (long long)s.K,
+                  plan_str(chosen).c_str());
+      double best = 0;
+      GemmPlan best_plan{};
+      for (const GemmPlan& p : plans) {
+        if (do_check) {
+          const std::string chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
+          if (chk.rfind("ok", 0) != 0) std::printf(" [%s %s]", plan_str(p).c_str(), chk.c_str());
+        }
+        const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
+        const double r = med[1] / med[0];
+        std::printf(" %s=%.3f", plan_str(p).c_str(), r);
+        csv.row("division", s, p, med[0], med[1]);
+        if (r > best) best = r, best_plan = p;
+      }
+      std::printf("\nbest division %lldx%lldx%lld: %s %.3f\n", (long long)s.M, (long long)s.N, (long long)s.K,
+                  plan_str(best_plan).c_str(), best);
+      std::fflush(stdout);
+    }
   }
 
   // ---- 3. hook overhead ----------------------------------------------------------------------

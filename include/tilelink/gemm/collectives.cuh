@@ -26,6 +26,7 @@
 
 #include "cutlass/cutlass.h"
 #include "cutlass/gemm/kernel/sm90_tile_scheduler.hpp"
+#include "cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "cute/tensor.hpp"
 #include "tilelink/gemm/hooks.cuh"
@@ -368,10 +369,38 @@ class HookedPersistentScheduler : public cutlass::gemm::kernel::detail::Persiste
   WorkTileInfo cur_{};
 };
 
+// ---- stream-K scheduler ------------------------------------------------------------------
+// CUTLASS's sm90 stream-K scheduler, with an is_last_tile that compiles: the kernel asks it (to
+// let the next grid launch early) when CUTLASS_ENABLE_GDC_FOR_SM90 is set, and CUTLASS 4.2's own
+// passes a member to a non-const reference from a const method. Same walk: a copy advances.
+struct StreamKSchedulerTag {};
+
+template <class TileShape, class ClusterShape>
+class StreamKScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamK<TileShape, ClusterShape> {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamK<TileShape, ClusterShape>;
+
+ public:
+  using Base::Base;
+  using WorkTileInfo = typename Base::WorkTileInfo;
+
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo work_tile_info, uint32_t advance_count = 1) const {
+    if (Base::continue_current_work(work_tile_info)) return false;
+    Base next = *this;
+    next.advance_to_next_work(advance_count);
+    return !next.get_current_work().is_valid();
+  }
+};
+
 }  // namespace detail
 }  // namespace tilelink::gemm
 
 namespace cutlass::gemm::kernel::detail {
+template <class ArchTag, class TileShape, class ClusterShape, uint32_t SchedulerPipelineStageCount>
+struct TileSchedulerSelector<::tilelink::gemm::detail::StreamKSchedulerTag, ArchTag, TileShape, ClusterShape,
+                             SchedulerPipelineStageCount> {
+  using Scheduler = ::tilelink::gemm::detail::StreamKScheduler<TileShape, ClusterShape>;
+};
+
 template <class Hooks, class ArchTag, class TileShape, class ClusterShape, uint32_t SchedulerPipelineStageCount>
 struct TileSchedulerSelector<::tilelink::gemm::detail::HookedSchedulerTag<Hooks>, ArchTag, TileShape,
                              ClusterShape, SchedulerPipelineStageCount> {

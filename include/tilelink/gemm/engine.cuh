@@ -16,6 +16,7 @@
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "cutlass/kernel_hardware_info.hpp"
 #include "tilelink/gemm/collectives.cuh"
 #include "tilelink/gemm/gemm.hpp"
@@ -36,27 +37,44 @@ struct cutlass_element<__half> {
   using type = cutlass::half_t;
 };
 
-template <GemmSchedule S>
+// Kernel and epilogue schedules and the tile scheduler of each GemmSchedule. The data-parallel
+// schedules take HookedSchedulerTag (hooks.order_m); `sk` takes CUTLASS's stream-K scheduler,
+// whose split tiles are outside the hook contract (plain configs, NoHooks only).
+template <GemmSchedule S, class Hooks>
 struct schedule_types;
-template <>
-struct schedule_types<GemmSchedule::coop> {
+template <class Hooks>
+struct schedule_types<GemmSchedule::coop, Hooks> {
   using Kernel = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
   using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using Scheduler = HookedSchedulerTag<Hooks>;
   static constexpr int kEpiM = 128;
 };
-template <>
-struct schedule_types<GemmSchedule::pp> {
+template <class Hooks>
+struct schedule_types<GemmSchedule::pp, Hooks> {
   using Kernel = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
+  using Scheduler = HookedSchedulerTag<Hooks>;
   static constexpr int kEpiM = 64;
 };
+template <class Hooks>
+struct schedule_types<GemmSchedule::sk, Hooks> {
+  static_assert(std::is_same_v<Hooks, NoHooks>,
+                "gemm: `sk` configs (split-K / stream-K, swapped operands) run without hooks only");
+  using Kernel = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using Scheduler = StreamKSchedulerTag;  // CUTLASS's stream-K scheduler (collectives.cuh)
+  static constexpr int kEpiM = 128;
+};
 
-template <GemmConfig C>
+template <GemmConfig C, class Hooks>
 struct ConfigTraits {
   static constexpr GemmConfigInfo kInfo = config_info(C);
+  static constexpr bool kSwapped = kInfo.operands == GemmOperands::ba;
   using TileShape = cute::Shape<cute::Int<kInfo.tile_m>, cute::Int<kInfo.tile_n>, cute::Int<kInfo.tile_k>>;
   using ClusterShape = cute::Shape<cute::Int<kInfo.cluster_m>, cute::Int<kInfo.cluster_n>, cute::_1>;
-  using Sched = schedule_types<kInfo.schedule>;
+  using Sched = schedule_types<kInfo.schedule, Hooks>;
+  // Swapped operands compute Dᵀ = B·Aᵀ: Dᵀ column-major is D row-major.
+  using LayoutD = cute::conditional_t<kSwapped, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
   using EpilogueTile = cute::conditional_t<kInfo.epi_n == 0, cutlass::epilogue::collective::EpilogueTileAuto,
                                            cute::Shape<cute::Int<Sched::kEpiM>, cute::Int<(kInfo.epi_n ? kInfo.epi_n : 16)>>>;
 };
@@ -64,7 +82,7 @@ struct ConfigTraits {
 template <class ElementIn, class Hooks, GemmConfig C>
 struct Kernel {
   using Element = typename cutlass_element<ElementIn>::type;
-  using Traits = ConfigTraits<C>;
+  using Traits = ConfigTraits<C, Hooks>;
   using TileShape = typename Traits::TileShape;
   using ClusterShape = typename Traits::ClusterShape;
   static constexpr int kAlign = 128 / cutlass::sizeof_bits<Element>::value;  // 16 B for TMA
@@ -73,7 +91,7 @@ struct Kernel {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       typename Traits::EpilogueTile, float, float,                      //
       void, cutlass::layout::RowMajor, kAlign,                          // no C operand
-      Element, cutlass::layout::RowMajor, kAlign,                       // D
+      Element, typename Traits::LayoutD, kAlign,                        // D
       typename Traits::Sched::Epilogue>::CollectiveOp;
 
   using StageCount = cute::conditional_t<
@@ -90,24 +108,38 @@ struct Kernel {
   using Mainloop = HookedMainloop<BaseMainloop, Hooks>;
   using Epilogue = HookedEpilogue<BaseEpilogue, Hooks, notify_mode_of<Hooks>::value>;
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue,
-                                                          HookedSchedulerTag<Hooks>>;
+                                                          typename Traits::Sched::Scheduler>;
 };
 
-// A cluster launch: the config and its one attribute live together (cfg.attrs points into it).
+
+// Whether this translation unit's CUTLASS kernels wait for the previous grid on the stream before
+// touching global memory (CUTLASS_ENABLE_GDC_FOR_SM90): only then may a launch ask to overlap it.
+#if defined(CUTLASS_ENABLE_GDC_FOR_SM90)
+inline constexpr bool kKernelsWaitForPreviousGrid = true;
+#else
+inline constexpr bool kKernelsWaitForPreviousGrid = false;
+#endif
+
+// A cluster launch: the config and its attributes live together (cfg.attrs points into them).
+// `overlap_previous`: programmatic dependent launch — the kernel may start while the previous
+// kernel on the stream finishes (its prologue overlaps that tail) and waits for it on the device.
 struct ClusterLaunch {
   cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr{};
-  ClusterLaunch(int cluster_m, int cluster_n, dim3 grid, dim3 block, int smem_bytes, cudaStream_t stream) {
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster_m;
-    attr.val.clusterDim.y = cluster_n;
-    attr.val.clusterDim.z = 1;
+  cudaLaunchAttribute attrs[2]{};
+  ClusterLaunch(int cluster_m, int cluster_n, dim3 grid, dim3 block, int smem_bytes, cudaStream_t stream,
+                bool overlap_previous = false) {
+    attrs[0].id = cudaLaunchAttributeClusterDimension;
+    attrs[0].val.clusterDim.x = cluster_m;
+    attrs[0].val.clusterDim.y = cluster_n;
+    attrs[0].val.clusterDim.z = 1;
+    attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[1].val.programmaticStreamSerializationAllowed = 1;
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem_bytes;
     cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.attrs = attrs;
+    cfg.numAttrs = overlap_previous ? 2 : 1;
   }
   ClusterLaunch(const ClusterLaunch&) = delete;
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
@@ -174,60 +206,69 @@ void setup_kernel(int device) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The kernel's Arguments for a packed shape (operands may be null: a workspace query).
 template <class Element, class Hooks, GemmConfig C>
-void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const GemmLaunchOptions& opt,
-                 cudaStream_t stream) {
-  static_assert(detail::is_gemm_element<Element>::value, "gemm: Element must be __nv_bfloat16 or __half");
-  using K = detail::Kernel<Element, Hooks, C>;
+typename Kernel<Element, Hooks, C>::GemmKernel::Arguments make_arguments(const GemmShape& s, const void* A,
+                                                                         const void* B, void* D, const Hooks& hooks,
+                                                                         const GemmLaunchOptions& opt, int device,
+                                                                         int budget, int max_clusters) {
+  using K = Kernel<Element, Hooks, C>;
   using GemmKernel = typename K::GemmKernel;
   using E = typename K::Element;
   constexpr GemmConfigInfo info = config_info(C);
   const char* who = info.name;
 
-  const GemmShape s = packed(args_in.shape);
-  validate(s, args_in.A, args_in.B, args_in.D, who);
-  if (s.M == 0 || s.N == 0) return;  // nothing to compute, nothing launched
-
-  const int device = detail::current_device_or_throw(who);
-  const int device_sms = detail::device_sm_count(device);
-  const int budget = opt.sm_budget > 0 && opt.sm_budget < device_sms ? opt.sm_budget : device_sms;
-  constexpr int cluster_size = info.cluster_m * info.cluster_n;
-  TL_REQUIRE(budget >= cluster_size, "gemm[", who, "]: sm_budget ", opt.sm_budget,
-             " is smaller than one cluster (", cluster_size, " SMs)");
-  TL_REQUIRE(opt.swizzle == 1 || opt.swizzle == 2 || opt.swizzle == 4 || opt.swizzle == 8, "gemm[", who,
-             "]: swizzle must be 1, 2, 4 or 8, got ", opt.swizzle);
-
-  // Set up when the Context was created (prepare_kernels); else now, at the first launch.
-  const int max_clusters = detail::setup_kernel_on<Element, Hooks, C>(device);
-  auto kernel_fn = &cutlass::device_kernel<GemmKernel>;
-  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
-
   using StrideA = typename GemmKernel::StrideA;
   using StrideB = typename GemmKernel::StrideB;
   using StrideC = typename GemmKernel::StrideC;
   using StrideD = typename GemmKernel::StrideD;
-  StrideA dA = cute::make_stride(s.lda, cute::Int<1>{}, s.lda * s.M);
-  StrideB dB = cute::make_stride(s.ldb, cute::Int<1>{}, s.ldb * s.N);
-  StrideD dD = cute::make_stride(s.ldd, cute::Int<1>{}, s.ldd * s.M);
+  // The kernel's (M, N) operands: A and B as given, or swapped (its M runs over B's rows).
+  constexpr bool swapped = K::Traits::kSwapped;
+  const int64_t kM = swapped ? s.N : s.M, kN = swapped ? s.M : s.N;
+  const int64_t ld_m = swapped ? s.ldb : s.lda, ld_n = swapped ? s.lda : s.ldb;
+  StrideA dA = cute::make_stride(ld_m, cute::Int<1>{}, ld_m * kM);
+  StrideB dB = cute::make_stride(ld_n, cute::Int<1>{}, ld_n * kN);
+  StrideD dD{};
+  if constexpr (swapped) {
+    dD = cute::make_stride(cute::Int<1>{}, s.ldd, s.ldd * s.M);  // Dᵀ[N, M] column-major
+  } else {
+    dD = cute::make_stride(s.ldd, cute::Int<1>{}, s.ldd * s.M);
+  }
   StrideC dC = dD;
 
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = budget;
-  hw.max_active_clusters = std::min(max_clusters, budget / cluster_size);
+  hw.max_active_clusters = std::min(max_clusters, budget / (info.cluster_m * info.cluster_n));
 
-  using RasterOptions = typename GemmKernel::TileScheduler::RasterOrderOptions;
-  typename GemmKernel::TileScheduler::Arguments sched{};
+  using Scheduler = typename GemmKernel::TileScheduler;
+  using RasterOptions = typename Scheduler::RasterOrderOptions;
+  typename Scheduler::Arguments sched{};
   sched.max_swizzle_size = opt.swizzle;
   sched.raster_order = opt.raster == Raster::along_m   ? RasterOptions::AlongM
                        : opt.raster == Raster::along_n ? RasterOptions::AlongN
                                                        : RasterOptions::Heuristic;
-  sched.hooks = hooks;
+  if constexpr (info.schedule == GemmSchedule::sk) {
+    using Mode = typename Scheduler::DecompositionMode;
+    TL_REQUIRE(opt.decomposition != Decomposition::split_k || (opt.splits >= 2 && opt.splits <= kMaxSplits),
+               "gemm[", who, "]: split_k needs 2..", kMaxSplits, " splits, got ", opt.splits);
+    sched.splits = opt.decomposition == Decomposition::split_k ? opt.splits : 1;
+    sched.decomposition_mode = opt.decomposition == Decomposition::split_k    ? Mode::SplitK
+                               : opt.decomposition == Decomposition::stream_k ? Mode::StreamK
+                                                                              : Mode::DataParallel;
+    sched.reduction_mode = Scheduler::ReductionMode::Deterministic;  // bitwise-repeatable results
+  } else {
+    TL_REQUIRE(opt.decomposition == Decomposition::data_parallel, "gemm[", who, "]: ",
+               decomposition_name(opt.decomposition), " needs an `sk` config");
+    sched.hooks = hooks;
+  }
 
   typename GemmKernel::MainloopArguments mainloop{};
-  mainloop.ptr_A = reinterpret_cast<const E*>(args_in.A);
+  mainloop.ptr_A = static_cast<const E*>(swapped ? B : A);
   mainloop.dA = dA;
-  mainloop.ptr_B = reinterpret_cast<const E*>(args_in.B);
+  mainloop.ptr_B = static_cast<const E*>(swapped ? A : B);
   mainloop.dB = dB;
   mainloop.hooks = hooks;
 
@@ -236,27 +277,82 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
   epilogue.thread.beta = 0.0f;
   epilogue.ptr_C = nullptr;
   epilogue.dC = dC;
-  epilogue.ptr_D = reinterpret_cast<E*>(args_in.D);
+  epilogue.ptr_D = static_cast<E*>(D);
   epilogue.dD = dD;
   epilogue.hooks = hooks;
 
-  typename GemmKernel::Arguments arguments{cutlass::gemm::GemmUniversalMode::kGemm,
-                                           {static_cast<int>(s.M), static_cast<int>(s.N), static_cast<int>(s.K), 1},
-                                           mainloop,
-                                           epilogue,
-                                           hw,
-                                           sched};
+  return typename GemmKernel::Arguments{cutlass::gemm::GemmUniversalMode::kGemm,
+                                        {static_cast<int>(kM), static_cast<int>(kN), static_cast<int>(s.K), 1},
+                                        mainloop,
+                                        epilogue,
+                                        hw,
+                                        sched};
+}
 
+// The device, the SM budget and the clusters that fit, checked against the config.
+struct LaunchSite {
+  int device, budget, max_clusters;
+};
+template <class Element, class Hooks, GemmConfig C>
+LaunchSite launch_site(const GemmLaunchOptions& opt) {
+  constexpr GemmConfigInfo info = config_info(C);
+  const int device = current_device_or_throw(info.name);
+  const int device_sms = device_sm_count(device);
+  const int budget = opt.sm_budget > 0 && opt.sm_budget < device_sms ? opt.sm_budget : device_sms;
+  TL_REQUIRE(budget >= info.cluster_m * info.cluster_n, "gemm[", info.name, "]: sm_budget ", opt.sm_budget,
+             " is smaller than one cluster (", info.cluster_m * info.cluster_n, " SMs)");
+  TL_REQUIRE(opt.swizzle == 1 || opt.swizzle == 2 || opt.swizzle == 4 || opt.swizzle == 8, "gemm[", info.name,
+             "]: swizzle must be 1, 2, 4 or 8, got ", opt.swizzle);
+  // Set up when the Context was created (prepare_kernels); else now, at the first launch.
+  return {device, budget, setup_kernel_on<Element, Hooks, C>(device)};
+}
+
+// Bytes of scratch a plain launch needs (gemm_workspace_bytes dispatches here).
+template <class Element, GemmConfig C>
+size_t workspace_bytes_of(const GemmShape& shape, const GemmLaunchOptions& opt) {
+  const GemmShape s = packed(shape);
+  if (s.M == 0 || s.N == 0) return 0;
+  const LaunchSite site = launch_site<Element, NoHooks, C>(opt);
+  const auto arguments = make_arguments<Element, NoHooks, C>(s, nullptr, nullptr, nullptr, NoHooks{}, opt,
+                                                             site.device, site.budget, site.max_clusters);
+  return Kernel<Element, NoHooks, C>::GemmKernel::get_workspace_size(arguments);
+}
+
+}  // namespace detail
+
+template <class Element, class Hooks, GemmConfig C>
+void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const GemmLaunchOptions& opt,
+                 cudaStream_t stream) {
+  static_assert(detail::is_gemm_element<Element>::value, "gemm: Element must be __nv_bfloat16 or __half");
+  using GemmKernel = typename detail::Kernel<Element, Hooks, C>::GemmKernel;
+  constexpr GemmConfigInfo info = config_info(C);
+  const char* who = info.name;
+
+  const GemmShape s = packed(args_in.shape);
+  validate(s, args_in.A, args_in.B, args_in.D, who);
+  if (s.M == 0 || s.N == 0) return;  // nothing to compute, nothing launched
+
+  const detail::LaunchSite site = detail::launch_site<Element, Hooks, C>(opt);
+  const auto arguments = detail::make_arguments<Element, Hooks, C>(s, args_in.A, args_in.B, args_in.D, hooks, opt,
+                                                                   site.device, site.budget, site.max_clusters);
   TL_REQUIRE(GemmKernel::can_implement(arguments), "gemm[", who, "]: CUTLASS can_implement rejected M=", s.M,
              " N=", s.N, " K=", s.K, " lda=", s.lda, " ldb=", s.ldb, " ldd=", s.ldd);
-  TL_REQUIRE(GemmKernel::get_workspace_size(arguments) == 0, "gemm[", who, "]: unexpected workspace");
+  const size_t ws_bytes = GemmKernel::get_workspace_size(arguments);
+  const detail::LaunchWorkspace ws(ws_bytes, opt.workspace, opt.workspace_bytes, stream, who);
+  if (ws_bytes > 0) {
+    TL_REQUIRE(GemmKernel::initialize_workspace(arguments, ws.get(), stream) == cutlass::Status::kSuccess, "gemm[",
+               who, "]: CUTLASS initialize_workspace failed");
+  }
 
-  const typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(arguments, nullptr);
+  const typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(arguments, ws.get());
   const dim3 grid = GemmKernel::get_grid_shape(params);
   const dim3 block = GemmKernel::get_block_shape();
-
-  const detail::ClusterLaunch launch(info.cluster_m, info.cluster_n, grid, block, smem_bytes, stream);
-  const cudaError_t e = cudaLaunchKernelEx(&launch.cfg, kernel_fn, params);
+  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
+  // Only the plain GEMM overlaps its predecessor: a fused op's kernels coordinate through
+  // signals and their own stream order.
+  const bool overlap = std::is_same_v<Hooks, NoHooks> && detail::kKernelsWaitForPreviousGrid && opt.overlap_previous;
+  const detail::ClusterLaunch launch(info.cluster_m, info.cluster_n, grid, block, smem_bytes, stream, overlap);
+  const cudaError_t e = cudaLaunchKernelEx(&launch.cfg, &cutlass::device_kernel<GemmKernel>, params);
   TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: launch failed (grid ", grid.x, "x", grid.y, "x", grid.z,
              ", ", smem_bytes, " B smem): ", cudaGetErrorString(e));
 }
@@ -264,8 +360,8 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
 }  // namespace tilelink::gemm
 
 // Instantiates one compiled kernel for (Element, Hooks, config name). One per .cu file is best:
-// the build then compiles configs in parallel.
-// It also registers the kernel's one-time setup with prepare_kernels.
+// the build then compiles configs in parallel. It also registers the kernel's one-time setup with
+// prepare_kernels.
 #define TILELINK_GEMM_INSTANTIATE(ELEMENT, HOOKS, CONFIG)                                         \
   template void ::tilelink::gemm::gemm_launch<ELEMENT, HOOKS, ::tilelink::gemm::GemmConfig::CONFIG>( \
       const ::tilelink::gemm::GemmArgs<ELEMENT>&, const HOOKS&, const ::tilelink::gemm::GemmLaunchOptions&, \
@@ -275,3 +371,9 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
       ::tilelink::gemm::detail::register_kernel_setup(                                            \
           &::tilelink::gemm::detail::setup_kernel<ELEMENT, HOOKS, ::tilelink::gemm::GemmConfig::CONFIG>); \
   }
+
+// Instantiates the workspace query of a `plain` config (gemm_workspace_bytes), next to its
+// NoHooks kernel.
+#define TILELINK_GEMM_WORKSPACE_INSTANTIATE(ELEMENT, CONFIG)                                          \
+  template size_t ::tilelink::gemm::detail::workspace_bytes_of<ELEMENT, ::tilelink::gemm::GemmConfig::CONFIG>( \
+      const ::tilelink::gemm::GemmShape&, const ::tilelink::gemm::GemmLaunchOptions&);

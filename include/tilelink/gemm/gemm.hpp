@@ -24,10 +24,12 @@
 #include <string>
 #include <type_traits>
 
-#include "tilelink/gemm/configs.inc"
 #include "tilelink/core/dtype.hpp"
+#include "tilelink/gemm/configs.inc"
 
 namespace tilelink::gemm {
+
+struct NoHooks;  // hooks.cuh: the hooks of a plain GEMM
 
 struct GemmShape {
   int64_t M = 0, N = 0, K = 0;
@@ -43,8 +45,9 @@ struct GemmArgs {
 };
 
 // ---- configurations ----------------------------------------------------------------------
-enum class GemmSchedule : uint8_t { coop, pp };
-enum class GemmConfigSet : uint8_t { lib, sweep };
+enum class GemmSchedule : uint8_t { coop, pp, sk };
+enum class GemmOperands : uint8_t { ab, ba };
+enum class GemmConfigSet : uint8_t { lib, sweep, plain };
 
 enum class GemmConfig : uint8_t {
 #define TILELINK_GEMM_X_ENUM(name, ...) name,
@@ -61,12 +64,13 @@ struct GemmConfigInfo {
   int cluster_m, cluster_n;
   int stages;  // 0 = auto
   int epi_n;   // 0 = auto
+  GemmOperands operands;
   GemmConfigSet set;
 };
 
 inline constexpr GemmConfigInfo kGemmConfigInfo[] = {
-#define TILELINK_GEMM_X_INFO(name, sched, tm, tn, tk, cm, cn, st, en, set) \
-  {#name, GemmSchedule::sched, tm, tn, tk, cm, cn, st, en, GemmConfigSet::set},
+#define TILELINK_GEMM_X_INFO(name, sched, tm, tn, tk, cm, cn, st, en, ops, set) \
+  {#name, GemmSchedule::sched, tm, tn, tk, cm, cn, st, en, GemmOperands::ops, GemmConfigSet::set},
     TILELINK_GEMM_CONFIGS(TILELINK_GEMM_X_INFO)
 #undef TILELINK_GEMM_X_INFO
 };
@@ -84,25 +88,41 @@ bool parse_config(const std::string& name, GemmConfig* out);
 enum class Raster : uint8_t { heuristic, along_m, along_n };
 const char* raster_name(Raster r);
 
-// Everything one launch needs besides the operands: compiled kernel + run-time tile order.
+// How an `sk` config divides the work (the other schedules are always data_parallel):
+//   data_parallel  one CTA per output tile, the whole K
+//   split_k        `splits` CTAs per output tile, each a contiguous slice of K; the partial sums
+//                  meet in a workspace, the slice that finishes a tile last stores it
+//   stream_k       CUTLASS's stream-K: every CTA takes an equal share of all tiles' K
+//                  iterations, so the last wave is not ragged
+enum class Decomposition : uint8_t { data_parallel, split_k, stream_k };
+const char* decomposition_name(Decomposition d);
+
+// Everything one launch needs besides the operands: compiled kernel, work division, tile order.
 struct GemmPlan {
   GemmConfig config = GemmConfig::coop_128x256_c2x1;
   Raster raster = Raster::along_n;
   int swizzle = 1;
+  Decomposition decomposition = Decomposition::data_parallel;
+  int splits = 1;  // split_k only: slices of K per output tile (2..kMaxSplits)
 };
+inline constexpr int kMaxSplits = 32;
 
-// Bit i set = GemmConfig i allowed. kLibConfigMask: the `lib` set.
+// Bit i set = GemmConfig i allowed. kLibConfigMask: the `lib` set (what the fused ops' hooked
+// kernels are compiled for); kPlainConfigMask: lib + plain (what the plain GEMM chooses among).
 inline constexpr uint64_t config_bit(GemmConfig c) { return uint64_t(1) << static_cast<int>(c); }
-inline constexpr uint64_t kLibConfigMask = [] {
+inline constexpr uint64_t config_mask_of(GemmConfigSet set) {
   uint64_t m = 0;
   for (int i = 0; i < kNumGemmConfigs; ++i)
-    if (kGemmConfigInfo[i].set == GemmConfigSet::lib) m |= uint64_t(1) << i;
+    if (kGemmConfigInfo[i].set == set) m |= uint64_t(1) << i;
   return m;
-}();
+}
+inline constexpr uint64_t kLibConfigMask = config_mask_of(GemmConfigSet::lib);
+inline constexpr uint64_t kPlainConfigMask = kLibConfigMask | config_mask_of(GemmConfigSet::plain);
 static_assert(kNumGemmConfigs <= 64, "config masks are 64-bit");
 
 // The documented heuristic (docs/GEMM.md): picks a config among `allowed` (default: the `lib`
-// set), raster and swizzle for the shape. sm_budget <= 0 means the whole device.
+// set), its work division, raster and swizzle for the shape. sm_budget <= 0 means the whole
+// device. Pure given sm_budget > 0 (no device query); CPU-tested.
 GemmPlan choose_config(const GemmShape& shape, DType dtype, int sm_budget, uint64_t allowed = kLibConfigMask);
 
 // Throws tilelink::Error (naming the problem) if the operands cannot be run: N or K not a
@@ -115,7 +135,26 @@ struct GemmLaunchOptions {
   int sm_budget = 0;  // SMs the persistent grid may occupy; <= 0: all of the device
   Raster raster = Raster::along_n;
   int swizzle = 1;
+  Decomposition decomposition = Decomposition::data_parallel;
+  int splits = 1;
+  // Device scratch for split_k / stream_k partial sums (gemm_workspace_bytes says how much;
+  // 128-byte aligned). nullptr: the engine takes it from its own stream-ordered pool per launch.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  // Plain GEMMs (NoHooks) only: launch with programmatic dependent launch, so the kernel's
+  // prologue overlaps the previous kernel on the stream; it waits for that kernel on the device
+  // before reading any operand. False: a plain stream-ordered launch.
+  bool overlap_previous = true;
 };
+inline GemmLaunchOptions launch_options(const GemmPlan& p, int sm_budget) {
+  GemmLaunchOptions o;
+  o.sm_budget = sm_budget;
+  o.raster = p.raster;
+  o.swizzle = p.swizzle;
+  o.decomposition = p.decomposition;
+  o.splits = p.splits;
+  return o;
+}
 
 namespace detail {
 template <class T>
@@ -147,27 +186,60 @@ void gemm_launch(const GemmArgs<Element>& args, const Hooks& hooks, const GemmLa
 
 [[noreturn]] void fail_config_not_in_set(GemmConfig c, const char* what);
 
-// Dispatch over the `lib` configs: needs all of them instantiated for (Element, Hooks).
+// Device bytes a launch of `plan` needs in GemmLaunchOptions::workspace (0 for data_parallel
+// plans; queries the current device).
+size_t gemm_workspace_bytes(const GemmShape& shape, DType dtype, const GemmPlan& plan, int sm_budget);
+namespace detail {
+template <class Element, GemmConfig C>
+size_t workspace_bytes_of(const GemmShape& shape, const GemmLaunchOptions& opt);
+// Device scratch of one launch (split-K / stream-K partial sums): the caller's, or a
+// stream-ordered allocation from the engine's own per-device pool, freed after the launch in
+// stream order (inside CUDA graph capture: a graph allocation). Defined in gemm.cpp.
+class LaunchWorkspace {
+ public:
+  LaunchWorkspace(size_t bytes, void* caller, size_t caller_bytes, cudaStream_t stream, const char* who);
+  ~LaunchWorkspace();
+  LaunchWorkspace(const LaunchWorkspace&) = delete;
+  LaunchWorkspace& operator=(const LaunchWorkspace&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+  bool owned_ = false;
+  cudaStream_t stream_ = nullptr;
+};
+}  // namespace detail
+
+// Dispatch over the `lib` configs (and, for NoHooks, the `plain` ones): needs all of them
+// instantiated for (Element, Hooks).
 template <class Element, class Hooks>
 void run_gemm(const GemmArgs<Element>& args, const Hooks& hooks, const GemmPlan& plan,
               int sm_budget, cudaStream_t stream) {
   static_assert(detail::is_gemm_element<Element>::value,
                 "run_gemm: Element must be __nv_bfloat16 or __half");
-  const GemmLaunchOptions opt{sm_budget, plan.raster, plan.swizzle};
+  const GemmLaunchOptions opt = launch_options(plan, sm_budget);
+  constexpr bool kPlain = std::is_same_v<Hooks, NoHooks>;
   switch (plan.config) {
 #define TILELINK_GEMM_X_CASE_lib(name)                        \
   case GemmConfig::name:                                      \
     return gemm_launch<Element, Hooks, GemmConfig::name>(args, hooks, opt, stream);
+#define TILELINK_GEMM_X_CASE_plain(name)                                            \
+  case GemmConfig::name:                                                            \
+    if constexpr (kPlain) return gemm_launch<Element, Hooks, GemmConfig::name>(args, hooks, opt, stream); \
+    break;
 #define TILELINK_GEMM_X_CASE_sweep(name)
-#define TILELINK_GEMM_X_CASE(name, sched, tm, tn, tk, cm, cn, st, en, set) \
+#define TILELINK_GEMM_X_CASE(name, sched, tm, tn, tk, cm, cn, st, en, ops, set) \
   TILELINK_GEMM_X_CASE_##set(name)
     TILELINK_GEMM_CONFIGS(TILELINK_GEMM_X_CASE)
 #undef TILELINK_GEMM_X_CASE
 #undef TILELINK_GEMM_X_CASE_lib
+#undef TILELINK_GEMM_X_CASE_plain
 #undef TILELINK_GEMM_X_CASE_sweep
     default:
-      fail_config_not_in_set(plan.config, "run_gemm (only `lib` configs are dispatched)");
+      break;
   }
+  fail_config_not_in_set(plan.config, kPlain ? "run_gemm (only `lib` and `plain` configs are dispatched)"
+                                             : "run_gemm with hooks (only `lib` configs are dispatched)");
 }
 
 // Dispatch over an explicit subset, for ops that instantiate fewer configs for their hooks:
@@ -178,7 +250,7 @@ void run_gemm_among(const GemmArgs<Element>& args, const Hooks& hooks, const Gem
                     cudaStream_t stream) {
   static_assert(detail::is_gemm_element<Element>::value,
                 "run_gemm_among: Element must be __nv_bfloat16 or __half");
-  const GemmLaunchOptions opt{sm_budget, plan.raster, plan.swizzle};
+  const GemmLaunchOptions opt = launch_options(plan, sm_budget);
   bool done = false;
   ((plan.config == Cs && !done ? (gemm_launch<Element, Hooks, Cs>(args, hooks, opt, stream), done = true) : false),
    ...);
@@ -186,7 +258,7 @@ void run_gemm_among(const GemmArgs<Element>& args, const Hooks& hooks, const Gem
 }
 
 // Plain GEMM through the library instantiations (NoHooks), dtype chosen at run time.
-// `plan == nullptr` uses choose_config.
+// `plan == nullptr` uses choose_config among lib + plain (kPlainConfigMask).
 void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape,
           const GemmPlan* plan, int sm_budget, cudaStream_t stream);
 
