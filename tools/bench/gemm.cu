@@ -40,7 +40,7 @@
 #include "bench/shape_sample.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
-#include "tilelink/gemm/testing_hooks.cuh"
+#include "bench/trivial_signal_hooks.cuh"
 #include "tilelink/core/error.hpp"
 
 namespace {

@@ -1,6 +1,6 @@
-// tilelink/gemm/testing_hooks.cuh — hooks whose waits are always satisfied and whose notifies go
+// bench/trivial_signal_hooks.cuh — hooks whose waits are always satisfied and whose notifies go
 // nowhere: the signal traffic of a fused op at world size 1, for measuring the engine's hook cost
-// (tilelink-bench gemm --with-hooks) without any communication.
+// (tilelink-bench gemm --with-hooks) without any communication. A benchmark tool, not library API.
 #pragma once
 
 #include <cstdint>
