@@ -16,4 +16,7 @@ find "$build/bin" -maxdepth 1 -type f ! -name 'cpu_*' -exec cp -a {} "$dest/bin/
 # Host symbols and debug sections are not needed to run there (the device code is untouched).
 find "$dest/bin" "$dest/lib" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
 (cd "$build" && find . -name CTestTestfile.cmake -print0 | xargs -0 -I{} cp --parents {} "$dest/")
-echo "staged $build -> $dest ($(du -sh "$dest" | cut -f1))"
+# The same as one gzip archive (the kernels' fat binaries compress ~4x), for transfers with a size
+# limit: unpack with `tar -xzf <dest>.tgz -C <parent of dest>`.
+tar -czf "$dest.tgz" -C "$(dirname "$dest")" "$(basename "$dest")"
+echo "staged $build -> $dest ($(du -sh "$dest" | cut -f1); $dest.tgz $(du -sh "$dest.tgz" | cut -f1))"

@@ -31,6 +31,7 @@ const char* decomposition_name(Decomposition d) {
   switch (d) {
     case Decomposition::split_k: return "split_k";
     case Decomposition::stream_k: return "stream_k";
+    case Decomposition::split_k_reduce: return "split_k_reduce";
     default: return "data_parallel";
   }
 }
@@ -193,6 +194,39 @@ double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, in
   return double(s.M) * double(s.N) * double(s.K) / capacity;
 }
 
+// split_k_reduce: the slices run as one batched launch writing fp32 partial sums, one more pass
+// adds them. No chain, so a short grid can split K many ways — but the extra pass (a launch, the
+// partial sums written and read: kReducePassCost) must pay, so K >= kMinReduceDepth, slices of at
+// least kMinReduceSliceK, and K must divide into slices of whole 8-element steps.
+constexpr int64_t kMinReduceDepth = 4096;
+constexpr int64_t kMinReduceSliceK = 1024;
+constexpr double kReducePassCost = 0.92;
+constexpr double kMaxPartialBytes = 256.0 * 1024 * 1024;
+
+int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  if (s.K < kMinReduceDepth) return 1;
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t cap = std::min({g.slots / std::max<int64_t>(1, g.units), s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
+  for (int64_t splits = cap; splits >= 2; --splits) {
+    if (s.K % (8 * splits) != 0) continue;
+    if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
+    return int(splits);
+  }
+  return 1;
+}
+
+double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t work = g.units * splits;
+  const int64_t waves = (work + g.slots - 1) / g.slots;
+  const double slice_k = double(s.K / splits);
+  const double capacity = double(waves) * double(g.slots) * double(g.unit_rows) * double(g.unit_cols) * slice_k;
+  // The partial sums cross memory twice (written, read back) against the operands' bytes.
+  const double partial = 2.0 * double(splits) * double(s.M) * double(s.N) * 4.0;
+  const double operands = (double(s.M) + double(s.N)) * double(s.K) * 2.0;
+  return double(s.M) * double(s.N) * double(s.K) / capacity / (1.0 + partial / operands) * kReducePassCost;
+}
+
 // Stream-K: every SM gets an equal share of the K iterations, so only the edge tiles' padding
 // is lost; the CTAs that share a tile meet in the workspace (kStreamKCost). It needs a deep K to
 // share (kMinStreamK) and more than half a wave of tiles (fewer: split_k is the simpler form).
@@ -285,6 +319,12 @@ Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
   if (splits >= 2) {
     const double score = split_efficiency(s, c, sms, splits) * prior;
     if (score > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k, splits}, score};
+  }
+  const int reduce_splits = reduce_split_count(s, c, sms);
+  if (reduce_splits >= 2) {
+    const double score = reduce_efficiency(s, c, sms, reduce_splits) * prior;
+    if (score > best.score + 1e-9)
+      best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k_reduce, reduce_splits}, score};
   }
   const double sk = stream_k_efficiency(s, c, sms) * prior;
   if (sk > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::stream_k, 1}, sk};

@@ -60,15 +60,20 @@ g::GemmPlan plain(int64_t m, int64_t n, int64_t k, int sms = 132) {
 }
 
 TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
-  // M = 5, N = 2048, K = 16384: 16 swapped tiles of 128 weight rows, split 4 ways.
+  // M = 5, N = 2048, K = 16384: 16 swapped tiles of 128 weight rows; 8 slices of 2048, summed in
+  // a separate pass, fill 128 SMs.
   const g::GemmPlan p = plain(5, 2048, 16384);
   EXPECT_EQ(p.config, g::GemmConfig::skba_128x64_c1x1);
-  EXPECT_EQ(p.decomposition, g::Decomposition::split_k);
-  EXPECT_EQ(p.splits, 4);  // at most 4 slices chained through the deterministic fixup
+  EXPECT_EQ(p.decomposition, g::Decomposition::split_k_reduce);
+  EXPECT_EQ(p.splits, 8);
   EXPECT_EQ(p.swizzle, 1);
-  // Shallow K is not split, however short the grid: the fixup and the workspace zeroing cost
-  // more than the idle SMs (measured: no gain at K <= 4096 even on 7 tiles).
-  EXPECT_EQ(plain(5, 2048, 4096).decomposition, g::Decomposition::data_parallel);
+  // K / 8 = 1678 = 2 x 839 has no slice count between 3 and 32: the chained split, at most 4.
+  const g::GemmPlan chained = plain(5, 488, 13424);
+  EXPECT_EQ(chained.decomposition, g::Decomposition::split_k);
+  EXPECT_EQ(chained.splits, 4);
+  // Shallow K is not split, however short the grid: splitting costs more than the idle SMs
+  // (measured: no gain at K <= 4096 even on 7 tiles with the chained fixup).
+  EXPECT_EQ(plain(5, 2048, 2048).decomposition, g::Decomposition::data_parallel);
   // Rows beyond one 64-wide column do not take the narrow swapped tile.
   EXPECT_NE(plain(2324, 1704, 19912).config, g::GemmConfig::skba_128x64_c1x1);
 }
@@ -83,12 +88,19 @@ TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
           const auto& c = g::config_info(p.config);
           EXPECT_NE(c.set, g::GemmConfigSet::sweep);
           if (c.schedule != g::GemmSchedule::sk) EXPECT_EQ(p.decomposition, g::Decomposition::data_parallel);
-          if (p.decomposition != g::Decomposition::split_k) continue;
+          if (p.decomposition != g::Decomposition::split_k && p.decomposition != g::Decomposition::split_k_reduce)
+            continue;
           ++splits_seen;
           EXPECT_GE(p.splits, 2);
           EXPECT_LE(p.splits, g::kMaxSplits);
-          EXPECT_GE(k, 8192) << m << "x" << n << "x" << k;
-          EXPECT_GE(k / p.splits, 2048) << m << "x" << n << "x" << k;
+          if (p.decomposition == g::Decomposition::split_k) {  // chained: few, long slices
+            EXPECT_LE(p.splits, 4);
+            EXPECT_GE(k, 8192) << m << "x" << n << "x" << k;
+            EXPECT_GE(k / p.splits, 2048) << m << "x" << n << "x" << k;
+          } else {  // a separate sum: whole 8-element slices of >= 1024
+            EXPECT_EQ(k % (8 * p.splits), 0) << m << "x" << n << "x" << k;
+            EXPECT_GE(k / p.splits, 1024) << m << "x" << n << "x" << k;
+          }
           const bool ba = c.operands == g::GemmOperands::ba;
           const int64_t km = ba ? n : m, kn = ba ? m : n;
           const int64_t units = ((km + c.tile_m * c.cluster_m - 1) / (c.tile_m * c.cluster_m)) *

@@ -292,6 +292,8 @@ std::string plan_str(const GemmPlan& p) {
   char buf[128];
   if (p.decomposition == Decomposition::split_k)
     snprintf(buf, sizeof buf, "%s/%s/sw%d/split%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
+  else if (p.decomposition == Decomposition::split_k_reduce)
+    snprintf(buf, sizeof buf, "%s/%s/sw%d/reduce%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
   else if (p.decomposition == Decomposition::stream_k)
     snprintf(buf, sizeof buf, "%s/%s/sw%d/streamk", config_name(p.config), raster_name(p.raster), p.swizzle);
   else
@@ -454,8 +456,9 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   }
 
   // ---- 2b. work divisions of the plain configs ------------------------------------------------
-  // Each `plain` config data-parallel, split 2/4/8/16 ways (where K allows >= 256 per slice) and
-  // stream-K, against cuBLAS: the table the split rule and the plain priors are fitted to.
+  // Each `plain` config data-parallel, split 2/4/8/16 ways (where K allows >= 256 per slice),
+  // split 4/8/16 ways with a separate sum (where K divides) and stream-K, against cuBLAS: the
+  // table the split rules and the plain priors are fitted to.
   if (args.has("divisions")) {
     std::printf("\n== work divisions of the plain configs (%d samples each, paired with cuBLAS) ==\n", sweep_samples);
     std::fflush(stdout);
@@ -468,6 +471,9 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         plans.push_back(GemmPlan{c});
         for (int sp : {2, 4, 8, 16})
           if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
+        for (int sp : {4, 8, 16})
+          if (s.K / sp >= 256 && s.K % (8 * sp) == 0)
+            plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, sp});
         plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
       }
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask);

@@ -36,6 +36,10 @@ template <>
 struct cutlass_element<__half> {
   using type = cutlass::half_t;
 };
+template <>
+struct cutlass_element<float> {  // split_k_reduce's fp32 partial sums
+  using type = float;
+};
 
 // Kernel and epilogue schedules and the tile scheduler of each GemmSchedule. The data-parallel
 // schedules take HookedSchedulerTag (hooks.order_m); `sk` takes CUTLASS's stream-K scheduler,
@@ -79,19 +83,22 @@ struct ConfigTraits {
                                            cute::Shape<cute::Int<Sched::kEpiM>, cute::Int<(kInfo.epi_n ? kInfo.epi_n : 16)>>>;
 };
 
-template <class ElementIn, class Hooks, GemmConfig C>
+// Out: D's element (ElementIn, or float for split_k_reduce's partial sums).
+template <class ElementIn, class Hooks, GemmConfig C, class Out = ElementIn>
 struct Kernel {
   using Element = typename cutlass_element<ElementIn>::type;
+  using ElementD = typename cutlass_element<Out>::type;
   using Traits = ConfigTraits<C, Hooks>;
   using TileShape = typename Traits::TileShape;
   using ClusterShape = typename Traits::ClusterShape;
   static constexpr int kAlign = 128 / cutlass::sizeof_bits<Element>::value;  // 16 B for TMA
+  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
 
   using BaseEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       typename Traits::EpilogueTile, float, float,                      //
       void, cutlass::layout::RowMajor, kAlign,                          // no C operand
-      Element, typename Traits::LayoutD, kAlign,                        // D
+      ElementD, typename Traits::LayoutD, kAlignD,                      // D
       typename Traits::Sched::Epilogue>::CollectiveOp;
 
   using StageCount = cute::conditional_t<
@@ -155,7 +162,7 @@ struct DeviceOnce {
 int current_device_or_throw(const char* who);
 int device_sm_count(int device);
 
-template <class Element, class Hooks, GemmConfig C>
+template <class Element, class Hooks, GemmConfig C, class Out = Element>
 DeviceOnce& device_once() {
   static DeviceOnce once;
   return once;
@@ -189,34 +196,38 @@ inline int setup_cluster_kernel_on(const ClusterKernel& k, DeviceOnce& once, int
   return max_clusters;
 }
 
-template <class Element, class Hooks, GemmConfig C>
+template <class Element, class Hooks, GemmConfig C, class Out = Element>
 int setup_kernel_on(int device) {
-  using GemmKernel = typename Kernel<Element, Hooks, C>::GemmKernel;
+  using GemmKernel = typename Kernel<Element, Hooks, C, Out>::GemmKernel;
   constexpr GemmConfigInfo info = config_info(C);
   const ClusterKernel k{reinterpret_cast<const void*>(&cutlass::device_kernel<GemmKernel>),
                         int(GemmKernel::SharedStorageSize), info.cluster_m, info.cluster_n,
                         GemmKernel::get_block_shape(), "gemm", info.name};
-  return setup_cluster_kernel_on(k, device_once<Element, Hooks, C>(), device);
+  return setup_cluster_kernel_on(k, device_once<Element, Hooks, C, Out>(), device);
 }
 
-template <class Element, class Hooks, GemmConfig C>
+template <class Element, class Hooks, GemmConfig C, class Out = Element>
 void setup_kernel(int device) {
-  setup_kernel_on<Element, Hooks, C>(device);
+  setup_kernel_on<Element, Hooks, C, Out>(device);
 }
 
 }  // namespace detail
 
 namespace detail {
 
-// The kernel's Arguments for a packed shape (operands may be null: a workspace query).
-template <class Element, class Hooks, GemmConfig C>
-typename Kernel<Element, Hooks, C>::GemmKernel::Arguments make_arguments(const GemmShape& s, const void* A,
-                                                                         const void* B, void* D, const Hooks& hooks,
-                                                                         const GemmLaunchOptions& opt, int device,
-                                                                         int budget, int max_clusters) {
-  using K = Kernel<Element, Hooks, C>;
+// The kernel's Arguments for a packed shape (operands may be null: a workspace query). With
+// k_batches > 1 (split_k_reduce) K is cut into k_batches slices of K / k_batches, run as the batch
+// mode: slice l reads A and B at column l * K / k_batches and writes D's batch l (row-major
+// [k_batches][M][ldd]).
+template <class Element, class Hooks, GemmConfig C, class Out = Element>
+typename Kernel<Element, Hooks, C, Out>::GemmKernel::Arguments make_arguments(
+    const GemmShape& s, const void* A, const void* B, void* D, const Hooks& hooks, const GemmLaunchOptions& opt,
+    int device, int budget, int max_clusters, int k_batches = 1) {
+  using K = Kernel<Element, Hooks, C, Out>;
   using GemmKernel = typename K::GemmKernel;
   using E = typename K::Element;
+  using ED = typename K::ElementD;
+  const int64_t k_slice = s.K / k_batches;
   constexpr GemmConfigInfo info = config_info(C);
   const char* who = info.name;
 
@@ -228,8 +239,8 @@ typename Kernel<Element, Hooks, C>::GemmKernel::Arguments make_arguments(const G
   constexpr bool swapped = K::Traits::kSwapped;
   const int64_t kM = swapped ? s.N : s.M, kN = swapped ? s.M : s.N;
   const int64_t ld_m = swapped ? s.ldb : s.lda, ld_n = swapped ? s.lda : s.ldb;
-  StrideA dA = cute::make_stride(ld_m, cute::Int<1>{}, ld_m * kM);
-  StrideB dB = cute::make_stride(ld_n, cute::Int<1>{}, ld_n * kN);
+  StrideA dA = cute::make_stride(ld_m, cute::Int<1>{}, k_batches > 1 ? k_slice : ld_m * kM);
+  StrideB dB = cute::make_stride(ld_n, cute::Int<1>{}, k_batches > 1 ? k_slice : ld_n * kN);
   StrideD dD{};
   if constexpr (swapped) {
     dD = cute::make_stride(cute::Int<1>{}, s.ldd, s.ldd * s.M);  // Dᵀ[N, M] column-major
@@ -259,6 +270,10 @@ typename Kernel<Element, Hooks, C>::GemmKernel::Arguments make_arguments(const G
                                : opt.decomposition == Decomposition::stream_k ? Mode::StreamK
                                                                               : Mode::DataParallel;
     sched.reduction_mode = Scheduler::ReductionMode::Deterministic;  // bitwise-repeatable results
+    if (k_batches > 1) {  // split_k_reduce: whole tiles of each slice
+      sched.splits = 1;
+      sched.decomposition_mode = Mode::DataParallel;
+    }
   } else {
     TL_REQUIRE(opt.decomposition == Decomposition::data_parallel, "gemm[", who, "]: ",
                decomposition_name(opt.decomposition), " needs an `sk` config");
@@ -277,12 +292,14 @@ typename Kernel<Element, Hooks, C>::GemmKernel::Arguments make_arguments(const G
   epilogue.thread.beta = 0.0f;
   epilogue.ptr_C = nullptr;
   epilogue.dC = dC;
-  epilogue.ptr_D = static_cast<E*>(D);
+  epilogue.ptr_D = static_cast<ED*>(D);
   epilogue.dD = dD;
   epilogue.hooks = hooks;
 
-  return typename GemmKernel::Arguments{cutlass::gemm::GemmUniversalMode::kGemm,
-                                        {static_cast<int>(kM), static_cast<int>(kN), static_cast<int>(s.K), 1},
+  return typename GemmKernel::Arguments{k_batches > 1 ? cutlass::gemm::GemmUniversalMode::kBatched
+                                                       : cutlass::gemm::GemmUniversalMode::kGemm,
+                                        {static_cast<int>(kM), static_cast<int>(kN), static_cast<int>(k_slice),
+                                         k_batches},
                                         mainloop,
                                         epilogue,
                                         hw,
@@ -293,7 +310,7 @@ typename Kernel<Element, Hooks, C>::GemmKernel::Arguments make_arguments(const G
 struct LaunchSite {
   int device, budget, max_clusters;
 };
-template <class Element, class Hooks, GemmConfig C>
+template <class Element, class Hooks, GemmConfig C, class Out = Element>
 LaunchSite launch_site(const GemmLaunchOptions& opt) {
   constexpr GemmConfigInfo info = config_info(C);
   const int device = current_device_or_throw(info.name);
@@ -304,7 +321,19 @@ LaunchSite launch_site(const GemmLaunchOptions& opt) {
   TL_REQUIRE(opt.swizzle == 1 || opt.swizzle == 2 || opt.swizzle == 4 || opt.swizzle == 8, "gemm[", info.name,
              "]: swizzle must be 1, 2, 4 or 8, got ", opt.swizzle);
   // Set up when the Context was created (prepare_kernels); else now, at the first launch.
-  return {device, budget, setup_kernel_on<Element, Hooks, C>(device)};
+  return {device, budget, setup_kernel_on<Element, Hooks, C, Out>(device)};
+}
+
+// split_k_reduce: K / splits per slice, in whole 8-element (16-byte) steps so every slice's
+// operands stay TMA-aligned; the partial sums are fp32 [splits][M][N].
+inline void check_reduce_splits(const GemmShape& s, int splits, const char* who) {
+  TL_REQUIRE(splits >= 2 && splits <= kMaxSplits, "gemm[", who, "]: split_k_reduce needs 2..", kMaxSplits,
+             " splits, got ", splits);
+  TL_REQUIRE(s.K % (8 * int64_t(splits)) == 0, "gemm[", who, "]: split_k_reduce needs K (", s.K,
+             ") divisible by 8 x splits (", splits, ")");
+}
+inline size_t partial_sums_bytes(const GemmShape& s, int splits) {
+  return (size_t(splits) * size_t(s.M) * size_t(s.N) * sizeof(float) + 255) / 256 * 256;
 }
 
 // Bytes of scratch a plain launch needs (gemm_workspace_bytes dispatches here).
@@ -312,10 +341,76 @@ template <class Element, GemmConfig C>
 size_t workspace_bytes_of(const GemmShape& shape, const GemmLaunchOptions& opt) {
   const GemmShape s = packed(shape);
   if (s.M == 0 || s.N == 0) return 0;
+  if (opt.decomposition == Decomposition::split_k_reduce) {
+    check_reduce_splits(s, opt.splits, config_info(C).name);
+    const GemmShape p{s.M, s.N, s.K, s.lda, s.ldb, s.N};
+    const LaunchSite site = launch_site<Element, NoHooks, C, float>(opt);
+    const auto arguments = make_arguments<Element, NoHooks, C, float>(
+        p, nullptr, nullptr, nullptr, NoHooks{}, opt, site.device, site.budget, site.max_clusters, opt.splits);
+    return partial_sums_bytes(s, opt.splits) + Kernel<Element, NoHooks, C, float>::GemmKernel::get_workspace_size(arguments);
+  }
   const LaunchSite site = launch_site<Element, NoHooks, C>(opt);
   const auto arguments = make_arguments<Element, NoHooks, C>(s, nullptr, nullptr, nullptr, NoHooks{}, opt,
                                                              site.device, site.budget, site.max_clusters);
   return Kernel<Element, NoHooks, C>::GemmKernel::get_workspace_size(arguments);
+}
+
+// One launch of the kernel (Element, Hooks, C, Out) on a packed shape; CUTLASS's own scratch (if
+// any) at `scratch`, which holds `scratch_bytes`.
+template <class Element, class Hooks, GemmConfig C, class Out>
+void launch_kernel(const GemmShape& s, const void* A, const void* B, void* D, const Hooks& hooks,
+                   const GemmLaunchOptions& opt, int k_batches, char* scratch, size_t scratch_bytes,
+                   cudaStream_t stream) {
+  using GemmKernel = typename Kernel<Element, Hooks, C, Out>::GemmKernel;
+  constexpr GemmConfigInfo info = config_info(C);
+  const char* who = info.name;
+  const LaunchSite site = launch_site<Element, Hooks, C, Out>(opt);
+  const auto arguments = make_arguments<Element, Hooks, C, Out>(s, A, B, D, hooks, opt, site.device, site.budget,
+                                                                site.max_clusters, k_batches);
+  TL_REQUIRE(GemmKernel::can_implement(arguments), "gemm[", who, "]: CUTLASS can_implement rejected M=", s.M,
+             " N=", s.N, " K=", s.K, " lda=", s.lda, " ldb=", s.ldb, " ldd=", s.ldd, " batches=", k_batches);
+  const size_t ws_bytes = GemmKernel::get_workspace_size(arguments);
+  TL_REQUIRE(ws_bytes <= scratch_bytes, "gemm[", who, "]: CUTLASS needs ", ws_bytes, " bytes of workspace, ",
+             scratch_bytes, " planned");
+  if (ws_bytes > 0) {
+    TL_REQUIRE(GemmKernel::initialize_workspace(arguments, scratch, stream) == cutlass::Status::kSuccess, "gemm[",
+               who, "]: CUTLASS initialize_workspace failed");
+  }
+  const typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(arguments, scratch);
+  const dim3 grid = GemmKernel::get_grid_shape(params);
+  const dim3 block = GemmKernel::get_block_shape();
+  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
+  // Only the plain GEMM overlaps its predecessor: a fused op's kernels coordinate through
+  // signals and their own stream order.
+  const bool overlap = std::is_same_v<Hooks, NoHooks> && kKernelsWaitForPreviousGrid && opt.overlap_previous;
+  const ClusterLaunch launch(info.cluster_m, info.cluster_n, grid, block, smem_bytes, stream, overlap);
+  const cudaError_t e = cudaLaunchKernelEx(&launch.cfg, &cutlass::device_kernel<GemmKernel>, params);
+  TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: launch failed (grid ", grid.x, "x", grid.y, "x", grid.z,
+             ", ", smem_bytes, " B smem): ", cudaGetErrorString(e));
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  return std::is_same_v<T, __half> ? DType::fp16 : DType::bf16;
+}
+
+// split_k_reduce: the slices' fp32 partial sums in one batched launch, then one pass sums them
+// in slice order into D (split_reduce.cu). Instantiated next to the plain configs' kernels.
+template <class Element, GemmConfig C>
+void launch_split_k_reduce(const GemmShape& s, const GemmArgs<Element>& args, const GemmLaunchOptions& opt,
+                           cudaStream_t stream) {
+  const char* who = config_info(C).name;
+  check_reduce_splits(s, opt.splits, who);
+  const size_t partial_bytes = partial_sums_bytes(s, opt.splits);
+  const size_t bytes = workspace_bytes_of<Element, C>(s, opt);
+  const LaunchWorkspace ws(bytes, opt.workspace, opt.workspace_bytes, stream, who);
+  char* base = static_cast<char*>(ws.get());
+  float* partials = reinterpret_cast<float*>(base);
+  const GemmShape p{s.M, s.N, s.K, s.lda, s.ldb, s.N};
+  launch_kernel<Element, NoHooks, C, float>(p, args.A, args.B, partials, NoHooks{}, opt, opt.splits,
+                                            base + partial_bytes, bytes - partial_bytes, stream);
+  launch_split_reduce(dtype_of<Element>(), partials, opt.splits, s.M, s.N, args.D, s.ldd, opt.overlap_previous,
+                      stream);
 }
 
 }  // namespace detail
@@ -324,7 +419,6 @@ template <class Element, class Hooks, GemmConfig C>
 void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const GemmLaunchOptions& opt,
                  cudaStream_t stream) {
   static_assert(detail::is_gemm_element<Element>::value, "gemm: Element must be __nv_bfloat16 or __half");
-  using GemmKernel = typename detail::Kernel<Element, Hooks, C>::GemmKernel;
   constexpr GemmConfigInfo info = config_info(C);
   const char* who = info.name;
 
@@ -332,29 +426,21 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
   validate(s, args_in.A, args_in.B, args_in.D, who);
   if (s.M == 0 || s.N == 0) return;  // nothing to compute, nothing launched
 
+  if (opt.decomposition == Decomposition::split_k_reduce) {
+    if constexpr (info.schedule == GemmSchedule::sk) {
+      return detail::launch_split_k_reduce<Element, C>(s, args_in, opt, stream);
+    } else {
+      ::tilelink::detail::fail("gemm[", who, "]: split_k_reduce needs an `sk` config");
+    }
+  }
+  using GemmKernel = typename detail::Kernel<Element, Hooks, C>::GemmKernel;
   const detail::LaunchSite site = detail::launch_site<Element, Hooks, C>(opt);
   const auto arguments = detail::make_arguments<Element, Hooks, C>(s, args_in.A, args_in.B, args_in.D, hooks, opt,
                                                                    site.device, site.budget, site.max_clusters);
-  TL_REQUIRE(GemmKernel::can_implement(arguments), "gemm[", who, "]: CUTLASS can_implement rejected M=", s.M,
-             " N=", s.N, " K=", s.K, " lda=", s.lda, " ldb=", s.ldb, " ldd=", s.ldd);
   const size_t ws_bytes = GemmKernel::get_workspace_size(arguments);
   const detail::LaunchWorkspace ws(ws_bytes, opt.workspace, opt.workspace_bytes, stream, who);
-  if (ws_bytes > 0) {
-    TL_REQUIRE(GemmKernel::initialize_workspace(arguments, ws.get(), stream) == cutlass::Status::kSuccess, "gemm[",
-               who, "]: CUTLASS initialize_workspace failed");
-  }
-
-  const typename GemmKernel::Params params = GemmKernel::to_underlying_arguments(arguments, ws.get());
-  const dim3 grid = GemmKernel::get_grid_shape(params);
-  const dim3 block = GemmKernel::get_block_shape();
-  constexpr int smem_bytes = GemmKernel::SharedStorageSize;
-  // Only the plain GEMM overlaps its predecessor: a fused op's kernels coordinate through
-  // signals and their own stream order.
-  const bool overlap = std::is_same_v<Hooks, NoHooks> && detail::kKernelsWaitForPreviousGrid && opt.overlap_previous;
-  const detail::ClusterLaunch launch(info.cluster_m, info.cluster_n, grid, block, smem_bytes, stream, overlap);
-  const cudaError_t e = cudaLaunchKernelEx(&launch.cfg, &cutlass::device_kernel<GemmKernel>, params);
-  TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: launch failed (grid ", grid.x, "x", grid.y, "x", grid.z,
-             ", ", smem_bytes, " B smem): ", cudaGetErrorString(e));
+  detail::launch_kernel<Element, Hooks, C, Element>(s, args_in.A, args_in.B, args_in.D, hooks, opt, 1,
+                                                    static_cast<char*>(ws.get()), ws_bytes, stream);
 }
 
 }  // namespace tilelink::gemm
@@ -373,7 +459,13 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
   }
 
 // Instantiates the workspace query of a `plain` config (gemm_workspace_bytes), next to its
-// NoHooks kernel.
+// NoHooks kernel, and registers the setup of its fp32-partials kernel (split_k_reduce).
 #define TILELINK_GEMM_WORKSPACE_INSTANTIATE(ELEMENT, CONFIG)                                          \
   template size_t ::tilelink::gemm::detail::workspace_bytes_of<ELEMENT, ::tilelink::gemm::GemmConfig::CONFIG>( \
-      const ::tilelink::gemm::GemmShape&, const ::tilelink::gemm::GemmLaunchOptions&);
+      const ::tilelink::gemm::GemmShape&, const ::tilelink::gemm::GemmLaunchOptions&);             \
+  namespace {                                                                                     \
+  [[maybe_unused]] const bool tilelink_gemm_partials_setup_registered =                           \
+      ::tilelink::gemm::detail::register_kernel_setup(                                            \
+          &::tilelink::gemm::detail::setup_kernel<ELEMENT, ::tilelink::gemm::NoHooks,             \
+                                                  ::tilelink::gemm::GemmConfig::CONFIG, float>);  \
+  }

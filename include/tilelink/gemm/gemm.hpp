@@ -94,7 +94,10 @@ const char* raster_name(Raster r);
 //                  meet in a workspace, the slice that finishes a tile last stores it
 //   stream_k       CUTLASS's stream-K: every CTA takes an equal share of all tiles' K
 //                  iterations, so the last wave is not ragged
-enum class Decomposition : uint8_t { data_parallel, split_k, stream_k };
+//   split_k_reduce `splits` slices of K run as one batched launch writing fp32 partial sums to
+//                  the workspace, then one pass adds them in slice order into D: no chain between
+//                  slices, so many slices pay off (K must divide into 8-element multiples)
+enum class Decomposition : uint8_t { data_parallel, split_k, stream_k, split_k_reduce };
 const char* decomposition_name(Decomposition d);
 
 // Everything one launch needs besides the operands: compiled kernel, work division, tile order.
@@ -103,7 +106,7 @@ struct GemmPlan {
   Raster raster = Raster::along_n;
   int swizzle = 1;
   Decomposition decomposition = Decomposition::data_parallel;
-  int splits = 1;  // split_k only: slices of K per output tile (2..kMaxSplits)
+  int splits = 1;  // split_k, split_k_reduce: slices of K per output tile (2..kMaxSplits)
 };
 inline constexpr int kMaxSplits = 32;
 
@@ -192,6 +195,10 @@ size_t gemm_workspace_bytes(const GemmShape& shape, DType dtype, const GemmPlan&
 namespace detail {
 template <class Element, GemmConfig C>
 size_t workspace_bytes_of(const GemmShape& shape, const GemmLaunchOptions& opt);
+// D[m, n] = sum over l of partials[l][m][n], in l order, rounded once (split_reduce.cu).
+// `overlap_previous`: launched to overlap the partials kernel's tail, waiting for it on the device.
+void launch_split_reduce(DType dtype, const float* partials, int splits, int64_t M, int64_t N, void* D, int64_t ldd,
+                         bool overlap_previous, cudaStream_t stream);
 // Device scratch of one launch (split-K / stream-K partial sums): the caller's, or a
 // stream-ordered allocation from the engine's own per-device pool, freed after the launch in
 // stream order (inside CUDA graph capture: a graph allocation). Defined in gemm.cpp.

@@ -94,8 +94,14 @@ std::vector<GemmPlan> plain_plans() {
     v.push_back(GemmPlan{c});
     for (int splits : {2, 3, 7}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, splits});
     v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
+    for (int splits : {2, 3, 5, 9}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, splits});
   }
   return v;
+}
+
+// split_k_reduce cuts K into whole 8-element slices; other K are refused (tested below).
+bool runs_on(const GemmPlan& p, const GemmShape& s) {
+  return p.decomposition != Decomposition::split_k_reduce || s.K % (8 * int64_t(p.splits)) == 0;
 }
 
 std::vector<GemmPlan> lib_plans() {
@@ -112,6 +118,7 @@ void run_plans(int mode, const std::vector<GemmPlan>& plans, std::initializer_li
   for (const Case& cs : kCases) {
     Problem<T> p(cs, mode, seed);
     for (const GemmPlan& plan : plans) {
+      if (!runs_on(plan, p.s)) continue;
       for (int budget : budgets) {
         p.poison();
         run_gemm(GemmArgs<T>{p.A.ptr, p.B.ptr, p.D.ptr, p.s}, NoHooks{}, plan, budget, nullptr);
@@ -169,6 +176,20 @@ TEST(Gemm, SplitKIsDeterministicTakesACallerWorkspaceAndReplaysInAGraph) {
     gemm_launch<__nv_bfloat16, NoHooks, GemmConfig::skba_128x64_c1x1>(args, NoHooks{}, opt, nullptr);
   };
   EXPECT_THROW(launch_with_short_workspace(), tilelink::Error);
+
+  // The separate reduction pass: also repeatable bit for bit, and it sums in slice order.
+  const GemmPlan reduce{GemmConfig::skba_128x64_c1x1, Raster::along_n, 1, Decomposition::split_k_reduce, 25};
+  std::vector<__nv_bfloat16> reduced[2];
+  for (auto& out : reduced) {
+    p.poison();
+    run_gemm(args, NoHooks{}, reduce, 0, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(p.check(false).bad, 0) << describe(p.s, reduce, 0);
+    out = p.D.host();
+  }
+  EXPECT_EQ(std::memcmp(reduced[0].data(), reduced[1].data(), reduced[0].size() * sizeof(reduced[0][0])), 0)
+      << "split_k_reduce results differ between two runs";
+  EXPECT_GT(gemm_workspace_bytes(p.s, DType::bf16, reduce, 0), size_t(25) * 37 * 1096 * 4);
 
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -296,6 +317,11 @@ TEST(Gemm, BadInputIsRejectedBeforeLaunch) {
     const GemmPlan bad_splits{GemmConfig::sk_128x128_c1x1, Raster::along_n, 1, Decomposition::split_k, splits};
     EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 512}, &bad_splits, 0, nullptr), tilelink::Error);
   }
+  // split_k_reduce: an `sk` config, and K in whole 8-element slices (512 / 3 is not).
+  const GemmPlan reduce_dp{GemmConfig::pp_128x128_c2x1, Raster::along_n, 1, Decomposition::split_k_reduce, 2};
+  EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 512}, &reduce_dp, 0, nullptr), tilelink::Error);
+  const GemmPlan reduce_3{GemmConfig::sk_128x128_c1x1, Raster::along_n, 1, Decomposition::split_k_reduce, 3};
+  EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 512}, &reduce_3, 0, nullptr), tilelink::Error);
   // Empty problems launch nothing and succeed.
   EXPECT_NO_THROW(run({0, 128, 64}, A.ptr, B.ptr, D.ptr));
   EXPECT_NO_THROW(run({128, 0, 64}, A.ptr, B.ptr, D.ptr));
