@@ -196,24 +196,13 @@ double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, in
 
 // split_k_reduce: the slices run as one batched launch writing fp32 partial sums, one more pass
 // adds them. No chain, so a short grid can split K many ways — but the extra pass (a launch, the
-// partial sums written and read: kReducePassCost) must pay, so K >= kMinReduceDepth, slices of at
-// least kMinReduceSliceK, and K must divide into slices of whole 8-element steps.
+// partial sums written and read: kReducePassCost and the bytes term below) must pay, so
+// K >= kMinReduceDepth and slices of at least kMinReduceSliceK; K must divide into slices of whole
+// 8-element steps, so the count is the best-scoring divisor, not simply the largest.
 constexpr int64_t kMinReduceDepth = 4096;
-constexpr int64_t kMinReduceSliceK = 1024;
+constexpr int64_t kMinReduceSliceK = 256;
 constexpr double kReducePassCost = 0.92;
 constexpr double kMaxPartialBytes = 256.0 * 1024 * 1024;
-
-int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
-  if (s.K < kMinReduceDepth) return 1;
-  const GridCount g = grid_count(s, c, sms);
-  const int64_t cap = std::min({g.slots / std::max<int64_t>(1, g.units), s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
-  for (int64_t splits = cap; splits >= 2; --splits) {
-    if (s.K % (8 * splits) != 0) continue;
-    if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
-    return int(splits);
-  }
-  return 1;
-}
 
 double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
   const GridCount g = grid_count(s, c, sms);
@@ -225,6 +214,22 @@ double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, i
   const double partial = 2.0 * double(splits) * double(s.M) * double(s.N) * 4.0;
   const double operands = (double(s.M) + double(s.N)) * double(s.K) * 2.0;
   return double(s.M) * double(s.N) * double(s.K) / capacity / (1.0 + partial / operands) * kReducePassCost;
+}
+
+// The slice count (>= 2) that scores best, or 1 when none may run.
+int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  if (s.K < kMinReduceDepth) return 1;
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t cap = std::min({g.slots / std::max<int64_t>(1, g.units), s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
+  int best = 1;
+  double best_score = 0.0;
+  for (int64_t splits = 2; splits <= cap; ++splits) {
+    if (s.K % (8 * splits) != 0) continue;
+    if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
+    const double score = reduce_efficiency(s, c, sms, int(splits));
+    if (score > best_score + 1e-9) best = int(splits), best_score = score;
+  }
+  return best;
 }
 
 // Stream-K: every SM gets an equal share of the K iterations, so only the edge tiles' padding
