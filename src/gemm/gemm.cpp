@@ -181,17 +181,23 @@ int split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
   const GridCount g = grid_count(s, c, sms);
   const int64_t by_grid = g.slots / std::max<int64_t>(1, g.units);
   const int64_t by_depth = s.K / kMinSliceK;
-  return int(std::clamp<int64_t>(std::min({by_grid, by_depth, kMaxChainedSplits}), 1, kMaxSplits));
+  return int(std::max<int64_t>(1, std::min({by_grid, by_depth, kMaxChainedSplits})));
 }
 
-double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
+// Useful work over the grid's capacity when every tile's K runs as `splits` work items of
+// `slice_k` K-iterations each (whole waves of them).
+double sliced_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits, double slice_k) {
   const GridCount g = grid_count(s, c, sms);
-  const int64_t work = g.units * splits;
-  const int64_t waves = (work + g.slots - 1) / g.slots;
-  const int64_t k_tiles = (s.K + c.tile_k - 1) / c.tile_k;
-  const double slice_k = double((k_tiles + splits - 1) / splits * c.tile_k) + kSliceFixupK;
+  const int64_t waves = (g.units * splits + g.slots - 1) / g.slots;
   const double capacity = double(waves) * double(g.slots) * double(g.unit_rows) * double(g.unit_cols) * slice_k;
   return double(s.M) * double(s.N) * double(s.K) / capacity;
+}
+
+// Chained split-K: slices of whole k tiles, each paying its fixup.
+double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
+  const int64_t k_tiles = (s.K + c.tile_k - 1) / c.tile_k;
+  const double slice_k = double((k_tiles + splits - 1) / splits * c.tile_k) + kSliceFixupK;
+  return sliced_efficiency(s, c, sms, splits, slice_k);
 }
 
 // split_k_reduce: the slices run as one batched launch writing fp32 partial sums, one more pass
@@ -205,15 +211,10 @@ constexpr double kReducePassCost = 0.92;
 constexpr double kMaxPartialBytes = 256.0 * 1024 * 1024;
 
 double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
-  const GridCount g = grid_count(s, c, sms);
-  const int64_t work = g.units * splits;
-  const int64_t waves = (work + g.slots - 1) / g.slots;
-  const double slice_k = double(s.K / splits);
-  const double capacity = double(waves) * double(g.slots) * double(g.unit_rows) * double(g.unit_cols) * slice_k;
   // The partial sums cross memory twice (written, read back) against the operands' bytes.
   const double partial = 2.0 * double(splits) * double(s.M) * double(s.N) * 4.0;
   const double operands = (double(s.M) + double(s.N)) * double(s.K) * 2.0;
-  return double(s.M) * double(s.N) * double(s.K) / capacity / (1.0 + partial / operands) * kReducePassCost;
+  return sliced_efficiency(s, c, sms, splits, double(s.K / splits)) / (1.0 + partial / operands) * kReducePassCost;
 }
 
 // The slice count (>= 2) that scores best, or 1 when none may run.
@@ -271,10 +272,10 @@ constexpr Prior kPriors[] = {
     // The cooperative kernel on the stream-K scheduler, from the random-shape sweeps (docs/PERF.md,
     // "split-K, stream-K and swapped operands"). 128x256 c2x1: like its data-parallel twin.
     // 128x128 without a cluster: 0.53-0.66x cuBLASLt data-parallel where the ping-pong 128x128
-    // ran 0.65-0.80x. Swapped 128x64: for M <= 64 one tile column holds every row and the GEMM
-    // is bound by reading B (0.75-0.95x on large B); above that the narrow tile ran 0.31-0.49x.
-    // For M <= 64 the swapped tile ran 0.70-0.95x where the 64x128 ping-pong it ties with on grid
-    // fill ran 0.47-0.76x (each of its clusters idles one consumer warp group on one tile row).
+    // ran 0.65-0.80x. Swapped 128x64: for M <= 64 one tile column holds every row and the GEMM is
+    // bound by reading B; it ran 0.70-0.95x where the 64x128 ping-pong it ties with on grid fill
+    // ran 0.47-0.76x (each of its clusters idles one consumer warp group). Above M = 64 the narrow
+    // tile ran 0.31-0.49x.
     {GemmConfig::sk_128x256_c2x1, 1.02, 0.98}, {GemmConfig::sk_128x128_c1x1, 0.80, 0.76},
     {GemmConfig::skba_128x64_c1x1, 1.00, 1.00, 64, 0.30},
 };
