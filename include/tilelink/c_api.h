@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TILELINK_C_API_VERSION 4
+#define TILELINK_C_API_VERSION 5
 
 enum { TL_OK = 0, TL_ERROR = 1 };
 enum { TL_BF16 = 0, TL_FP16 = 1 };                                  /* element types */
@@ -117,6 +117,14 @@ int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids
  * (what torch._grouped_mm calls offs). */
 int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n, int64_t k, int32_t num_groups,
                     const int32_t* group_end, int64_t max_rows, void* stream);
+/* Attention forward on one GPU (no world): out[b, i, h, :] and lse[b, h, i] (fp32, natural log;
+ * may be NULL) of softmax(scale q k^T + mask) v, grouped-query (q_heads a multiple of kv_heads).
+ * strides: 12 values (elements) — q, k, v, out, each {batch, row, head}; head_dim contiguous;
+ * NULL: contiguous [batch, rows, heads, head_dim]. causal hides key j from query i when
+ * j > i + q_position0. scale 0: 1/sqrt(head_dim). See tilelink/attention/attention.hpp. */
+int tl_attention_forward(int dtype, const void* q, const void* k, const void* v, void* out, float* lse, int64_t batch,
+                         int64_t q_len, int64_t kv_len, int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                         const int64_t* strides, int causal, int64_t q_position0, float scale, void* stream);
 
 #ifdef __cplusplus
 }

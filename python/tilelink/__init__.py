@@ -23,7 +23,7 @@ from torch import Tensor
 from . import _ops
 from ._world import World, default_world, empty, init, zeros
 
-__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "ag_moe", "moe_rs", "grouped_mm",
+__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "attention", "ag_moe", "moe_rs", "grouped_mm",
            "default_world"]
 __version__ = "0.1.0"
 
@@ -82,6 +82,21 @@ def flash_decode(q: Tensor, k: Tensor, v: Tensor, *, scale: float | None = None,
     """
     world = world or default_world()
     return _ops.flash_decode_op(q, k, v, 0.0 if scale is None else float(scale), world.id, world.size)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, q_position0: int = 0,
+              scale: float | None = None) -> tuple[Tensor, Tensor]:
+    """Attention forward on this GPU (no world): returns ``(out, lse)``.
+
+    q: [batch, q_len, q_heads, head_dim]; k, v: [batch, kv_len, kv_heads, head_dim] (any strides
+    with head_dim contiguous, so ``x.transpose(1, 2)`` of SDPA's [batch, heads, len, head_dim]
+    works without a copy). Query head h reads kv head h // (q_heads // kv_heads). out: [batch,
+    q_len, q_heads, head_dim]; lse: float32 [batch, q_heads, q_len], the natural log of each row's
+    softmax denominator. ``causal`` hides key j from query i when j > i + q_position0 (0: SDPA's
+    is_causal; kv_len - q_len: FlashAttention's bottom-right alignment); a query that sees no key
+    gets zeros and lse = -inf. head_dim 64 or 128; scale defaults to 1/sqrt(head_dim).
+    """
+    return _ops.attention_op(q, k, v, bool(causal), int(q_position0), 0.0 if scale is None else float(scale))
 
 
 def ag_moe(x: Tensor, topk_ids: Tensor, w: Tensor, *, world: World | None = None, path: str = "auto",

@@ -12,7 +12,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 4
+API_VERSION = 5
 
 BF16, FP16 = 0, 1
 PATHS = {"auto": 0, "fused": 1, "decomposed": 2}
@@ -68,9 +68,11 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_ag_moe.argtypes = [p, i, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
     lib.tl_moe_rs.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
     lib.tl_grouped_gemm.argtypes = [i, p, p, p, i64, i64, i32, p, i64, p]
+    lib.tl_attention_forward.argtypes = [i, p, p, p, p, p, i64, i64, i64, i64, i64, i64, p, i, i64, ctypes.c_float, p]
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
                  "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll",
-                 "tl_flash_decode", "tl_ag_moe", "tl_moe_rs", "tl_grouped_gemm"):
+                 "tl_flash_decode", "tl_ag_moe", "tl_moe_rs", "tl_grouped_gemm",
+                 "tl_attention_forward"):
         getattr(lib, name).restype = i
 
 

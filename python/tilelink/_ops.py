@@ -401,3 +401,48 @@ def grouped_mm_op(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:
 def _(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:
     _grouped_mm_check(a, b, offs)
     return a.new_empty((a.shape[0], b.shape[1]))
+
+
+# ---- attention on one GPU ----------------------------------------------------------------------
+def _attention_check(q: Tensor, k: Tensor, v: Tensor) -> None:
+    op = "tilelink.attention"
+    if q.dtype not in _SUPPORTED or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"{op}: q, k and v must all be bfloat16 or all float16 (got {q.dtype}, {k.dtype}, {v.dtype})")
+    if q.dim() != 4 or k.dim() != 4 or v.shape != k.shape:
+        raise ValueError(f"{op}: q must be [batch, q_len, q_heads, head_dim] and k, v [batch, kv_len, kv_heads, "
+                         f"head_dim] (got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)})")
+    (b, _sq, hq, d), (bk, _skv, hkv, dk) = q.shape, k.shape
+    if bk != b or dk != d:
+        raise ValueError(f"{op}: k's batch and head_dim must match q's (q {tuple(q.shape)}, k {tuple(k.shape)})")
+    if d not in (64, 128):
+        raise ValueError(f"{op}: head_dim must be 64 or 128 (got {d})")
+    if hkv < 1 or hq % hkv:
+        raise ValueError(f"{op}: q_heads ({hq}) must be a multiple of kv_heads ({hkv})")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.stride(3) != 1 or any(s % 8 for s in t.stride()[:3]):
+            raise ValueError(f"{op}: {name} must have head_dim contiguous and its other strides multiples of 8 "
+                             f"elements (got strides {t.stride()}); call .contiguous()")
+    if q.device.type not in _DEVICE_TYPES or k.device != q.device or v.device != q.device:
+        raise ValueError(f"{op}: q, k and v must be on one CUDA device")
+
+
+@torch.library.custom_op("tilelink::attention", mutates_args=())
+def attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, q_position0: int, scale: float) -> tuple[Tensor, Tensor]:
+    _attention_check(q, k, v)
+    (b, sq, hq, d), (_b, skv, hkv, _d) = q.shape, k.shape
+    out = torch.empty((b, sq, hq, d), dtype=q.dtype, device=q.device)
+    lse = torch.empty((b, hq, sq), dtype=torch.float32, device=q.device)
+    strides = (ctypes.c_int64 * 12)(*[s for t in (q, k, v, out) for s in (t.stride(0), t.stride(1), t.stride(2))])
+    stream = ctypes.c_void_p(torch.cuda.current_stream(q.device).cuda_stream)
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    _capi.check(_capi.lib().tl_attention_forward(dtype_code(q.dtype), ptr(q), ptr(k), ptr(v), ptr(out), ptr(lse), b,
+                                                 sq, skv, hq, hkv, d, strides, int(causal), int(q_position0),
+                                                 float(scale), stream))
+    return out, lse
+
+
+@attention_op.register_fake
+def _(q: Tensor, k: Tensor, v: Tensor, causal: bool, q_position0: int, scale: float) -> tuple[Tensor, Tensor]:
+    _attention_check(q, k, v)
+    b, sq, hq, d = q.shape
+    return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)

@@ -17,6 +17,7 @@
 #include "tilelink/ops/moe/ag_moe.hpp"
 #include "tilelink/ops/moe/moe_rs.hpp"
 #include "tilelink/gemm/grouped.hpp"
+#include "tilelink/attention/attention.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/core/error.hpp"
@@ -262,6 +263,26 @@ int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n,
     TL_CUDA_CHECK(cudaGetDevice(&device));
     grouped_workspace(device, g::grouped_gemm_workspace_bytes(cfg, num_groups, 0),
                       [&](void* ws, size_t bytes) { g::grouped_gemm(args, cfg, 0, ws, bytes, static_cast<cudaStream_t>(stream)); });
+  });
+}
+
+int tl_attention_forward(int dtype, const void* q, const void* k, const void* v, void* out, float* lse, int64_t batch,
+                         int64_t q_len, int64_t kv_len, int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                         const int64_t* strides, int causal, int64_t q_position0, float scale, void* stream) {
+  return guarded([&] {
+    tilelink::AttentionArgs a;
+    a.dtype = dtype_of(dtype);
+    a.q = q, a.k = k, a.v = v, a.out = out, a.lse = lse;
+    a.batch = batch, a.q_len = q_len, a.kv_len = kv_len, a.q_heads = q_heads, a.kv_heads = kv_heads;
+    a.head_dim = head_dim;
+    if (strides != nullptr) {
+      tilelink::AttentionStrides* each[4] = {&a.q_stride, &a.k_stride, &a.v_stride, &a.out_stride};
+      for (int t = 0; t < 4; ++t) *each[t] = {strides[3 * t], strides[3 * t + 1], strides[3 * t + 2]};
+    }
+    a.causal = causal != 0;
+    a.q_position0 = q_position0;
+    a.scale = scale;
+    tilelink::attention_forward(a, static_cast<cudaStream_t>(stream));
   });
 }
 

@@ -77,6 +77,28 @@ def test_flash_decode_bad_input_raises_value_error(q, k, message):
         torch.ops.tilelink.flash_decode(q, k, k, 0.0, 1, 2)
 
 
+def test_attention_fake_shapes():
+    with FakeTensorMode():
+        q = torch.empty(2, 8, 300, 128, dtype=BF16, device="cuda").transpose(1, 2)  # SDPA layout, viewed
+        k = torch.empty(2, 2, 77, 128, dtype=BF16, device="cuda").transpose(1, 2)
+        out, lse = tilelink.attention(q, k, k, causal=True)
+    assert out.shape == (2, 300, 8, 128) and out.dtype == BF16
+    assert lse.shape == (2, 8, 300) and lse.dtype == torch.float32
+
+
+@pytest.mark.parametrize("q, k, message", [
+    (meta(2, 10, 8, 96), meta(2, 10, 8, 96), "head_dim must be 64 or 128"),
+    (meta(2, 10, 6, 128), meta(2, 10, 4, 128), "multiple of kv_heads"),
+    (meta(2, 10, 8, 128), meta(3, 10, 8, 128), "batch and head_dim"),
+    (meta(2, 10, 8, 128), meta(2, 10, 8, 128, dtype=FP16), "bfloat16 or all float16"),
+    (meta(2, 10, 8, 128), meta(2, 8, 128), "kv_len, kv_heads"),
+    (meta(2, 10, 8, 256)[..., ::2], meta(2, 10, 8, 128), "head_dim contiguous"),
+])
+def test_attention_bad_input_raises_value_error(q, k, message):
+    with pytest.raises(ValueError, match=message):
+        tilelink.attention(q, k, k)
+
+
 @pytest.mark.parametrize("world_size", [1, 3, 8])
 def test_ag_moe_fake_shapes(world_size):
     with FakeTensorMode():

@@ -349,6 +349,26 @@ def test_moe_rs_matches_torch_grouped_sum_reduce_scatter(world, m, hidden, k_sha
         assert (err <= 5e-2 + 2e-2 * want.abs()).all(), f"{what}: max error {err.max().item():.3e}"
 
 
+@pytest.mark.parametrize("b, sq, skv, hq, hkv, d, dtype, causal", [
+    (2, 333, 333, 8, 2, 128, torch.bfloat16, True), (1, 129, 1000, 4, 4, 64, torch.float16, False),
+    (3, 1000, 77, 6, 3, 128, torch.float16, True)])
+def test_attention_matches_sdpa(world, b, sq, skv, hq, hkv, d, dtype, causal):
+    seed = seed_everyone()
+    q, k, v = (rand((b, h, s, d), dtype, seed + i) for i, (h, s) in enumerate(((hq, sq), (hkv, skv), (hkv, skv))))
+    poison_on_alloc()
+    out, lse = tilelink.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal)
+    qf, kf, vf = q.float(), k.float(), v.float()
+    want = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal, enable_gqa=True).transpose(1, 2)
+    scores = torch.einsum("bhgqd,bhkd->bhgqk", qf.view(b, hkv, hq // hkv, sq, d), kf) * d ** -0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(sq, skv, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+    want_lse = torch.logsumexp(scores, -1).reshape(b, hq, sq)
+    err = (out.float() - want).abs()
+    assert not torch.isnan(out).any()
+    assert (err <= 1.6e-2 + 1.6e-2 * want.abs()).all(), f"max error {err.max().item():.3e}"
+    assert torch.allclose(lse, want_lse, atol=1e-3, rtol=1e-3), (lse - want_lse).abs().max()
+
+
 def test_grouped_mm_matches_torch_grouped_mm(world):
     seed = seed_everyone()
     a = rand((1000, 512), torch.bfloat16, seed)

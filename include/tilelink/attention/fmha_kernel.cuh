@@ -1,0 +1,445 @@
+// tilelink/attention/fmha_kernel.cuh — the attention forward kernel on Hopper (one CTA per
+// 128-query tile of one head of one sequence).
+//
+//   O = softmax(scale · Q · Kᵀ + mask) · V,   LSE = log Σ exp(scale · Q · Kᵀ + mask)   (natural log)
+//
+// Warp-specialised: warp group 0 is the producer — one thread issues the TMA loads of the Q tile
+// (once) and of every K and V tile into a ring of shared-memory stages (CUTLASS's TMA pipeline:
+// full/empty barriers per stage); warp groups 1 and 2 are the consumers, 64 query rows each:
+//   S = Q · Kᵀ            wgmma, both operands in shared memory (K-major)
+//   online softmax        on the accumulator registers, a row's max and sum finished in its lane quad
+//   O += P · V            wgmma with P from registers (the S accumulator rounded to the input type
+//                         is already the A-operand register layout) and V read N-major from shared
+//                         memory (V's rows are D-contiguous, which for B = Vᵀ is the MN-major form)
+// The two consumer warp groups run independently, so one's softmax hides behind the other's MMAs.
+//
+// Positions: the kernel sees the query rows and the key rows as lists of segments, each a run of
+// rows with consecutive positions starting at `position`. The causal mask compares positions, not
+// row indices, so a caller can hand it shards of a longer sequence in any order (the sequence-
+// parallel op lists the local keys first and the gathered ones in order of arrival). A key tile
+// never straddles two segments; a tile past a segment's end is masked there.
+//
+// The KvWait policy is the hook where a key/value tile waits for its data: the producer thread
+// calls `wait.before_kv_tile(segment, row_begin, rows)` before issuing the tile's TMA loads (a plain
+// call uses NoKvWait). A policy that waits on a flag another agent set must order the flag's
+// acquire before the TMA (async proxy) reads: fence.proxy.async after the wait.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cute/atom/mma_atom.hpp"
+#include "cute/atom/copy_traits_sm90_tma.hpp"
+#include "cutlass/arch/barrier.h"
+#include "cutlass/arch/reg_reconfig.h"
+#include "cutlass/cutlass.h"
+#include "cutlass/pipeline/sm90_pipeline.hpp"
+#include "tilelink/attention/fmha_problem.hpp"
+
+namespace tilelink::attention {
+
+namespace detail {
+
+using namespace cute;
+
+// T: cutlass::bfloat16_t or cutlass::half_t.
+template <class T, int D>
+struct FmhaTraits {
+  static constexpr int kHeadDim = D;
+  static constexpr int kBlockM = attention::kBlockM;  // query rows per CTA: 64 per consumer warp group
+  static constexpr int kBlockN = attention::kBlockN;  // key rows per tile
+  static constexpr int kStages = D <= 64 ? 4 : 2;
+  static constexpr int kThreads = 384;  // producer warp group + 2 consumer warp groups
+
+  using BlockM = Int<kBlockM>;
+  using BlockN = Int<kBlockN>;
+  using HeadDim = Int<D>;
+  using MmaQK = decltype(make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, BlockN, HeadDim>>(),
+                                        Layout<Shape<_2, _1, _1>>{}));
+  using MmaPV = decltype(make_tiled_mma(GMMA::rs_op_selector<T, T, float, Shape<_64, HeadDim, BlockN>,
+                                                             GMMA::Major::K, GMMA::Major::MN>(),
+                                        Layout<Shape<_2, _1, _1>>{}));
+  using SmemQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, Shape<BlockM, HeadDim>{}));
+  using SmemK = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, Shape<BlockN, HeadDim, Int<kStages>>{}));
+  // V as the B operand of P · V: (D, key rows), D contiguous.
+  using SmemVt = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<HeadDim, BlockN, Int<kStages>>{}));
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+
+  struct SharedStorage {
+    cute::array_aligned<T, cosize_v<SmemQ>, 1024> q;
+    cute::array_aligned<T, cosize_v<SmemK>, 1024> k;
+    cute::array_aligned<T, cosize_v<SmemVt>, 1024> v;
+    typename Pipeline::SharedStorage pipe_k, pipe_v;
+    alignas(8) uint64_t q_full;
+  };
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage)) + 1024;  // + alignment slack
+
+  // Global tensors as TMA sees them: (rows, D, heads, batch) for Q and K, (D, rows, heads, batch)
+  // for V; strides in elements, D contiguous.
+  using GStride = Stride<int64_t, _1, int64_t, int64_t>;
+  using GStrideT = Stride<_1, int64_t, int64_t, int64_t>;
+  static auto rows_view(const T* p, int64_t rows, int64_t heads, int64_t batch, const int64_t (&stride)[3]) {
+    return make_tensor(make_gmem_ptr(p), make_layout(make_shape(rows, int64_t(D), heads, batch),
+                                                     GStride{stride[1], _1{}, stride[2], stride[0]}));
+  }
+  static auto cols_view(const T* p, int64_t rows, int64_t heads, int64_t batch, const int64_t (&stride)[3]) {
+    return make_tensor(make_gmem_ptr(p), make_layout(make_shape(int64_t(D), rows, heads, batch),
+                                                     GStrideT{_1{}, stride[1], stride[2], stride[0]}));
+  }
+  // stride = {batch, row, head}.
+  static auto make_tma_q(const T* p, int64_t rows, int64_t heads, int64_t batch, const int64_t (&stride)[3]) {
+    return make_tma_copy(SM90_TMA_LOAD{}, rows_view(p, rows, heads, batch, stride), SmemQ{});
+  }
+  static auto make_tma_k(const T* p, int64_t rows, int64_t heads, int64_t batch, const int64_t (&stride)[3]) {
+    return make_tma_copy(SM90_TMA_LOAD{}, rows_view(p, rows, heads, batch, stride), SmemK{}(_, _, 0));
+  }
+  static auto make_tma_v(const T* p, int64_t rows, int64_t heads, int64_t batch, const int64_t (&stride)[3]) {
+    return make_tma_copy(SM90_TMA_LOAD{}, cols_view(p, rows, heads, batch, stride), SmemVt{}(_, _, 0));
+  }
+  static constexpr int64_t kUnitStride[3] = {1, 1, 1};
+  using TmaQ = decltype(make_tma_q(nullptr, 1, 1, 1, kUnitStride));
+  using TmaK = decltype(make_tma_k(nullptr, 1, 1, 1, kUnitStride));
+  using TmaV = decltype(make_tma_v(nullptr, 1, 1, 1, kUnitStride));
+};
+
+template <class T, int D>
+struct FmhaParams {
+  using Traits = FmhaTraits<T, D>;
+  typename Traits::TmaQ tma_q;
+  typename Traits::TmaK tma_k;
+  typename Traits::TmaV tma_v;
+  int64_t q_rows = 0, kv_rows = 0;  // rows of the Q and K/V tensors (per sequence)
+  int q_heads = 0, kv_heads = 0, group = 1;
+  T* o = nullptr;                   // [batch, q_rows, q_heads, D] with o_stride = {batch, row, head}
+  int64_t o_stride[3] = {0, 0, 0};
+  float* lse = nullptr;             // [batch, q_heads, q_rows], natural log; may be null
+  float scale_log2 = 0.0f;          // softmax scale x log2(e)
+  int q_segments = 0, kv_segments = 0;
+  Segment q_segment[kMaxQuerySegments];
+  int m_block_begin[kMaxQuerySegments + 1];  // prefix sums of each query segment's 128-row tiles
+  Segment kv_segment[kMaxKvSegments];
+};
+
+// The accumulator fragment of a 64xN wgmma, ((2, 2, N/8), MMA_M, MMA_N), seen as (rows, cols):
+// a thread's 2 rows (r, r + 8) x its 2 columns of each 8-column block.
+template <class Layout>
+__device__ auto acc_rows_cols(Layout l) {
+  return make_layout(make_layout(get<0, 1>(l), get<1>(l)), make_layout(get<0, 0>(l), get<0, 2>(l), get<2>(l)));
+}
+
+// The same fragment as the A operand (registers) of a 64xNxK wgmma with K = this fragment's N:
+// each 16-column block is ((2 columns, 2 rows, 2 eight-column halves)).
+template <class Layout>
+__device__ auto acc_as_a_operand(Layout l) {
+  auto blocks = logical_divide(get<0, 2>(l), _2{});  // (2, N/16)
+  return make_layout(make_layout(get<0, 0>(l), get<0, 1>(l), get<0>(blocks)), get<1>(l),
+                     make_layout(get<1>(blocks), get<2>(l)));
+}
+
+// Two floats rounded to the element type, packed as the 32-bit register a wgmma operand takes.
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, cutlass::bfloat16_t>) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    static_assert(std::is_same_v<T, cutlass::half_t>, "bf16 or fp16");
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Key tiles of segment s a query tile needs: all of them, or with a causal mask those whose first
+// position is not past the query tile's last position. The producer and the consumers walk the
+// segments in the caller's order, tile by tile.
+template <class P>
+__device__ int64_t kv_tiles_needed(const P& p, int s, int64_t last_q_position, bool causal, int block_n) {
+  const Segment& seg = p.kv_segment[s];
+  int64_t rows = seg.rows;
+  if (causal) {
+    const int64_t visible = last_q_position - seg.position + 1;  // rows of the segment at or before it
+    rows = visible < 0 ? 0 : (visible < rows ? visible : rows);
+  }
+  return (rows + block_n - 1) / block_n;
+}
+
+template <class T, int D, bool kCausal, class KvWait>
+__global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_constant__ FmhaParams<T, D> p,
+                                                              const KvWait wait) {
+  using Tr = FmhaTraits<T, D>;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN;
+  using Pipeline = typename Tr::Pipeline;
+  using PipelineState = typename cutlass::PipelineState<Tr::kStages>;
+
+  extern __shared__ char smem_raw[];
+  // The swizzled layouts need 1024-byte alignment in the shared window.
+  const uintptr_t base = reinterpret_cast<uintptr_t>(smem_raw);
+  auto& smem = *reinterpret_cast<typename Tr::SharedStorage*>((base + 1023) & ~uintptr_t(1023));
+
+  // Which query tile: heavier (later-position) tiles first when causal.
+  const int total_m_blocks = p.m_block_begin[p.q_segments];
+  const int m_linear = kCausal ? total_m_blocks - 1 - int(blockIdx.x) : int(blockIdx.x);
+  int qs = 0;
+  while (qs + 1 < p.q_segments && m_linear >= p.m_block_begin[qs + 1]) ++qs;
+  const Segment qseg = p.q_segment[qs];
+  const int64_t m_local = int64_t(m_linear - p.m_block_begin[qs]) * kBlockM;  // within the segment
+  const int64_t q_row0 = qseg.row + m_local;
+  const int64_t q_rows_here = qseg.rows - m_local < kBlockM ? qseg.rows - m_local : kBlockM;
+  const int64_t last_q_position = qseg.position + m_local + q_rows_here - 1;
+  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / p.group;
+
+  const int warp_group = threadIdx.x / 128;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+
+  typename Pipeline::Params pipe_params;
+  pipe_params.transaction_bytes = kBlockN * D * sizeof(T);
+  pipe_params.role = warp_group == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  pipe_params.is_leader = threadIdx.x == 0;
+  pipe_params.num_consumers = 256;
+  Pipeline pipe_k(smem.pipe_k, pipe_params, Shape<_1, _1, _1>{});
+  Pipeline pipe_v(smem.pipe_v, pipe_params, Shape<_1, _1, _1>{});
+  if (threadIdx.x == 0) cutlass::arch::ClusterTransactionBarrier::init(&smem.q_full, 1);
+  cutlass::arch::fence_barrier_init();
+  __syncthreads();
+
+  Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Tr::SmemQ{});
+  Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Tr::SmemK{});
+  Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), typename Tr::SmemVt{});
+
+  if (warp_group == 0) {
+    cutlass::arch::warpgroup_reg_dealloc<24>();
+    if (warp != 0 || !cute::elect_one_sync()) return;
+    Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.q_rows, int64_t(D), int64_t(p.q_heads), int64_t(gridDim.z)));
+    Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.kv_rows, int64_t(D), int64_t(p.kv_heads), int64_t(gridDim.z)));
+    Tensor mVt = p.tma_v.get_tma_tensor(make_shape(int64_t(D), p.kv_rows, int64_t(p.kv_heads), int64_t(gridDim.z)));
+
+    // Q: rows q_row0 .. + 128 (TMA fills rows past the tensor with zeros; they are never stored).
+    Tensor gQ = local_tile(domain_offset(make_coord(q_row0, 0), mQ(_, _, head, batch)),
+                           Shape<Int<kBlockM>, Int<D>>{}, make_coord(0, 0));
+    auto q_cta = p.tma_q.get_slice(0);
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&smem.q_full, kBlockM * D * sizeof(T));
+    copy(p.tma_q.with(smem.q_full), q_cta.partition_S(gQ), q_cta.partition_D(sQ));
+
+    auto k_cta = p.tma_k.get_slice(0);
+    auto v_cta = p.tma_v.get_slice(0);
+    Tensor tKsK = k_cta.partition_D(sK);
+    Tensor tVsV = v_cta.partition_D(sVt);
+    PipelineState state = cutlass::make_producer_start_state<Pipeline>();
+    for (int s = 0; s < p.kv_segments; ++s) {
+      const int64_t tiles = kv_tiles_needed(p, s, last_q_position, kCausal, kBlockN);
+      const Segment seg = p.kv_segment[s];
+      Tensor gK = local_tile(domain_offset(make_coord(seg.row, 0), mK(_, _, kv_head, batch)),
+                             Shape<Int<kBlockN>, Int<D>>{}, make_coord(_, 0));  // (N, D, tiles)
+      Tensor gVt = local_tile(domain_offset(make_coord(0, seg.row), mVt(_, _, kv_head, batch)),
+                              Shape<Int<D>, Int<kBlockN>>{}, make_coord(0, _));  // (D, N, tiles)
+      Tensor tKgK = k_cta.partition_S(gK);
+      Tensor tVgV = v_cta.partition_S(gVt);
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t left = seg.rows - t * kBlockN;
+        wait.before_kv_tile(s, seg.row + t * kBlockN, left < kBlockN ? left : kBlockN);
+        pipe_k.producer_acquire(state);
+        copy(p.tma_k.with(*pipe_k.producer_get_barrier(state)), tKgK(_, _, _, t), tKsK(_, _, _, state.index()));
+        pipe_v.producer_acquire(state);
+        copy(p.tma_v.with(*pipe_v.producer_get_barrier(state)), tVgV(_, _, _, t), tVsV(_, _, _, state.index()));
+        ++state;
+      }
+    }
+    return;
+  }
+
+  // Consumers.
+  cutlass::arch::warpgroup_reg_alloc<240>();
+  const int tid = threadIdx.x - 128;
+  typename Tr::MmaQK mma_qk;
+  typename Tr::MmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(tid);
+  auto thr_pv = mma_pv.get_thread_slice(tid);
+
+  Tensor tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ));  // descriptors
+  Tensor tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK));
+  Tensor tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sVt));
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<D>>{});
+  Tensor cS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
+  Tensor S = make_tensor(tSrS.data(), acc_rows_cols(tSrS.layout()));
+  Tensor S_coord = make_tensor(cS.data(), acc_rows_cols(cS.layout()));
+  Tensor O = make_tensor(tOrO.data(), acc_rows_cols(tOrO.layout()));
+  constexpr int kRows = size<0>(decltype(S.layout()){});  // 2: rows r and r + 8
+  static_assert(kRows == 2, "a thread holds two rows of a 64-row wgmma accumulator");
+
+  clear(tOrO);
+  float row_max[kRows], row_sum[kRows];
+  int64_t q_position[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    row_max[r] = -INFINITY;
+    row_sum[r] = 0.0f;
+    q_position[r] = qseg.position + m_local + get<0>(S_coord(r, 0));
+  }
+
+  // The key tiles this query tile needs, as one sequence (segment s, tile t of it).
+  int64_t total_tiles = 0;
+  for (int s = 0; s < p.kv_segments; ++s) total_tiles += kv_tiles_needed(p, s, last_q_position, kCausal, kBlockN);
+  int seg_index = 0;
+  int64_t seg_tile = 0, seg_tiles = p.kv_segments > 0 ? kv_tiles_needed(p, 0, last_q_position, kCausal, kBlockN) : 0;
+  auto next_tile = [&] {
+    ++seg_tile;
+    while (seg_tile >= seg_tiles && seg_index + 1 < p.kv_segments) {
+      ++seg_index;
+      seg_tile = 0;
+      seg_tiles = kv_tiles_needed(p, seg_index, last_q_position, kCausal, kBlockN);
+    }
+  };
+  while (seg_tiles == 0 && seg_index + 1 < p.kv_segments) seg_tiles = kv_tiles_needed(p, ++seg_index, last_q_position, kCausal, kBlockN);
+
+  auto issue_qk = [&](int stage) {
+    mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
+    warpgroup_fence_operand(tSrS);
+    warpgroup_arrive();
+#pragma unroll
+    for (int kb = 0; kb < size<2>(tSrQ); ++kb) {
+      cute::gemm(mma_qk, tSrQ(_, _, kb), tSrK(_, _, kb, stage), tSrS);
+      mma_qk.accumulate_ = GMMA::ScaleOut::One;
+    }
+    warpgroup_commit_batch();
+  };
+  // P (rounded to the input type) is the A operand of P · V: it must stay as it is in its
+  // registers until that wgmma has completed.
+  Tensor tOrP = make_tensor_like<T>(tSrS);
+  uint32_t* p_words = reinterpret_cast<uint32_t*>(raw_pointer_cast(tOrP.data()));
+  constexpr int kPWords = int(size(decltype(tSrS.layout()){})) / 2;
+  auto fence_p = [&] {
+#pragma unroll
+    for (int i = 0; i < kPWords; ++i) asm volatile("" : "+r"(p_words[i])::"memory");
+  };
+  Tensor tOrPa = make_tensor(tOrP.data(), acc_as_a_operand(tOrP.layout()));
+  auto issue_pv = [&](int stage) {
+    fence_p();
+    warpgroup_fence_operand(tOrO);
+    warpgroup_arrive();
+#pragma unroll
+    for (int kb = 0; kb < size<2>(tOrPa); ++kb) cute::gemm(mma_pv, tOrPa(_, _, kb), tOrV(_, _, kb, stage), tOrO);
+    warpgroup_commit_batch();
+  };
+  // Masks S (rows past the segment's end; with causal, keys after the query's position), turns it
+  // into exp2(S · scale − new max) in place and returns each row's rescale of what came before.
+  float correction[kRows];
+  auto softmax_tile = [&] {
+    const Segment seg = p.kv_segment[seg_index];
+    const int64_t row0 = seg_tile * kBlockN;  // within the segment
+    const int64_t tile_rows = seg.rows - row0;
+    const bool edge = tile_rows < kBlockN ||
+                      (kCausal && seg.position + row0 + kBlockN - 1 > qseg.position + m_local);
+    if (edge) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int c = 0; c < size<1>(S); ++c) {
+          const int64_t col = get<1>(S_coord(r, c));
+          if (col >= tile_rows || (kCausal && seg.position + row0 + col > q_position[r])) S(r, c) = -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float m = row_max[r];
+#pragma unroll
+      for (int c = 0; c < size<1>(S); ++c) m = fmaxf(m, S(r, c) * p.scale_log2);
+      m = quad_max(m);
+      const float m_safe = m == -INFINITY ? 0.0f : m;
+      correction[r] = exp2f(row_max[r] - m_safe);
+      row_max[r] = m;
+      float sum = 0.0f;
+#pragma unroll
+      for (int c = 0; c < size<1>(S); ++c) {
+        const float e = exp2f(S(r, c) * p.scale_log2 - m_safe);
+        S(r, c) = e;
+        sum += e;
+      }
+      row_sum[r] = row_sum[r] * correction[r] + sum;
+    }
+  };
+  auto rescale_o_and_round_p = [&] {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int c = 0; c < size<1>(O); ++c) O(r, c) *= correction[r];
+#pragma unroll
+    for (int i = 0; i < kPWords; ++i) p_words[i] = pack2<T>(tSrS(2 * i), tSrS(2 * i + 1));
+  };
+
+  cutlass::arch::ClusterTransactionBarrier::wait(&smem.q_full, 0);
+  // Software-pipelined within the warp group: S(j+1) = Q · K(j+1)ᵀ and O += P(j) · V(j) are both
+  // in flight while the softmax of tile j+1 runs; O is rescaled once P(j) · V(j) has landed.
+  PipelineState state;
+  if (total_tiles > 0) {
+    pipe_k.consumer_wait(state);
+    issue_qk(state.index());
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(tSrS);
+    pipe_k.consumer_release(state);
+    softmax_tile();
+    rescale_o_and_round_p();
+    for (int64_t j = 1; j < total_tiles; ++j) {
+      const PipelineState previous = state;
+      ++state;
+      next_tile();
+      pipe_k.consumer_wait(state);
+      issue_qk(state.index());
+      pipe_v.consumer_wait(previous);
+      issue_pv(previous.index());
+      warpgroup_wait<1>();  // S(j) has landed (P(j-1) · V(j-1) may still run)
+      warpgroup_fence_operand(tSrS);
+      pipe_k.consumer_release(state);
+      softmax_tile();
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(tOrO);
+      fence_p();
+      pipe_v.consumer_release(previous);
+      rescale_o_and_round_p();
+    }
+    pipe_v.consumer_wait(state);
+    issue_pv(state.index());
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(tOrO);
+    pipe_v.consumer_release(state);
+  }
+
+  // Normalise, store O and the log-sum-exp.
+  Tensor cO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<D>>{}));
+  Tensor O_coord = make_tensor(cO.data(), acc_rows_cols(cO.layout()));
+  T* o_base = p.o + int64_t(batch) * p.o_stride[0] + int64_t(head) * p.o_stride[2];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const float sum = quad_sum(row_sum[r]);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int row = get<0>(O_coord(r, 0));
+    if (row >= q_rows_here) continue;
+    T* o_row = o_base + (q_row0 + row) * p.o_stride[1];
+#pragma unroll
+    for (int c = 0; c < size<1>(O); c += 2) {
+      const int col = get<1>(O_coord(r, c));
+      *reinterpret_cast<uint32_t*>(o_row + col) = pack2<T>(O(r, c) * inv, O(r, c + 1) * inv);
+    }
+    if (p.lse != nullptr && lane % 4 == 0)
+      p.lse[(int64_t(batch) * p.q_heads + head) * p.q_rows + q_row0 + row] =
+          sum > 0.0f ? (row_max[r] + log2f(sum)) * 0.69314718055994530942f : -INFINITY;
+  }
+}
+
+}  // namespace detail
+}  // namespace tilelink::attention

@@ -1,0 +1,79 @@
+// tilelink/attention/fmha_launch.cuh — builds the kernel's parameters (TMA descriptors included)
+// from an FmhaProblem and launches it. Included by the translation units that instantiate the
+// kernel; TILELINK_FMHA_INSTANTIATE(dtype, head_dim, hook) instantiates both masks.
+#pragma once
+
+#include <atomic>
+
+#include "tilelink/attention/fmha_kernel.cuh"
+#include "tilelink/attention/fmha_problem.hpp"
+
+namespace tilelink::attention {
+namespace detail {
+
+template <DType Dt>
+using ElementOf = std::conditional_t<Dt == DType::bf16, cutlass::bfloat16_t, cutlass::half_t>;
+
+// The kernel needs more than 48 KiB of shared memory, which is allowed per device (a function
+// attribute belongs to one device's context): once per device and kernel (the cache is per
+// instantiation of this function, so it is keyed by the kernel itself, not by its type).
+template <auto kernel>
+void allow_smem_once(int bytes) {
+  static std::atomic<bool> allowed[64];
+  int device = 0;
+  TL_CUDA_CHECK(cudaGetDevice(&device));
+  const bool cached = device >= 0 && device < 64;
+  if (cached && allowed[device].load()) return;
+  TL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (cached) allowed[device].store(true);
+}
+
+}  // namespace detail
+
+template <DType Dt, int D, bool Causal, class KvWait>
+void launch_fmha_kernel(const FmhaProblem& pr, const KvWait& wait, cudaStream_t stream) {
+  using T = detail::ElementOf<Dt>;
+  using Tr = detail::FmhaTraits<T, D>;
+  if (query_tiles(pr) == 0) return;
+  detail::FmhaParams<T, D> p;
+  p.tma_q = Tr::make_tma_q(static_cast<const T*>(pr.q), pr.q_rows, pr.q_heads, pr.batch, pr.q_stride);
+  if (pr.kv_rows > 0) {
+    p.tma_k = Tr::make_tma_k(static_cast<const T*>(pr.k), pr.kv_rows, pr.kv_heads, pr.batch, pr.k_stride);
+    p.tma_v = Tr::make_tma_v(static_cast<const T*>(pr.v), pr.kv_rows, pr.kv_heads, pr.batch, pr.v_stride);
+  } else {
+    // No keys (no key segment can name a row): descriptors over Q's memory that are never used.
+    p.tma_k = Tr::make_tma_k(static_cast<const T*>(pr.q), 1, 1, 1, pr.q_stride);
+    p.tma_v = Tr::make_tma_v(static_cast<const T*>(pr.q), 1, 1, 1, pr.q_stride);
+  }
+  p.q_rows = pr.q_rows;
+  p.kv_rows = pr.kv_rows;
+  p.q_heads = int(pr.q_heads);
+  p.kv_heads = int(pr.kv_heads);
+  p.group = int(pr.q_heads / pr.kv_heads);
+  p.o = static_cast<T*>(pr.o);
+  for (int i = 0; i < 3; ++i) p.o_stride[i] = pr.o_stride[i];
+  p.lse = pr.lse;
+  p.scale_log2 = pr.scale * 1.4426950408889634f;
+  p.q_segments = pr.q_segments;
+  p.kv_segments = pr.kv_segments;
+  p.m_block_begin[0] = 0;
+  for (int s = 0; s < pr.q_segments; ++s) {
+    p.q_segment[s] = pr.q_segment[s];
+    p.m_block_begin[s + 1] = p.m_block_begin[s] + int((pr.q_segment[s].rows + kBlockM - 1) / kBlockM);
+  }
+  for (int s = 0; s < pr.kv_segments; ++s) p.kv_segment[s] = pr.kv_segment[s];
+  const int tiles = p.m_block_begin[pr.q_segments];
+  constexpr auto kernel = detail::fmha_forward_kernel<T, D, Causal, KvWait>;
+  detail::allow_smem_once<kernel>(Tr::kSmemBytes);
+  kernel<<<dim3(unsigned(tiles), unsigned(pr.q_heads), unsigned(pr.batch)), Tr::kThreads, Tr::kSmemBytes, stream>>>(
+      p, wait);
+  TL_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tilelink::attention
+
+#define TILELINK_FMHA_INSTANTIATE(DTYPE, HEAD_DIM, HOOK)                                                           \
+  template void tilelink::attention::launch_fmha_kernel<DTYPE, HEAD_DIM, false, HOOK>(                            \
+      const tilelink::attention::FmhaProblem&, const HOOK&, cudaStream_t);                                         \
+  template void tilelink::attention::launch_fmha_kernel<DTYPE, HEAD_DIM, true, HOOK>(                             \
+      const tilelink::attention::FmhaProblem&, const HOOK&, cudaStream_t);
