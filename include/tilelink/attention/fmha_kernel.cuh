@@ -1,11 +1,12 @@
-// tilelink/attention/fmha_kernel.cuh — the attention forward kernel on Hopper (one CTA per
-// 128-query tile of one head of one sequence).
+// tilelink/attention/fmha_kernel.cuh — the attention forward kernel on Hopper. Persistent: each
+// CTA strides over the work items (a 128-query tile of one head of one sequence).
 //
 //   O = softmax(scale · Q · Kᵀ + mask) · V,   LSE = log Σ exp(scale · Q · Kᵀ + mask)   (natural log)
 //
 // Warp-specialised: warp group 0 is the producer — one thread issues the TMA loads of the Q tile
-// (once) and of every K and V tile into a ring of shared-memory stages (CUTLASS's TMA pipeline:
-// full/empty barriers per stage); warp groups 1 and 2 are the consumers, 64 query rows each:
+// (once per work item, when the consumers are done with the last one) and of every K and V tile
+// into a ring of shared-memory stages (CUTLASS's TMA pipeline: full/empty barriers per stage);
+// warp groups 1 and 2 are the consumers, 64 query rows each:
 //   S = Q · Kᵀ            wgmma, both operands in shared memory (K-major)
 //   online softmax        on the accumulator registers, a row's max and sum finished in its lane quad
 //   O += P · V            wgmma with P from registers (the S accumulator rounded to the input type
@@ -20,8 +21,8 @@
 // never straddles two segments; a tile past a segment's end is masked there.
 //
 // The KvWait policy is the hook where a key/value tile waits for its data: the producer thread
-// calls `wait.before_kv_tile(segment, row_begin, rows)` before issuing the tile's TMA loads (a plain
-// call uses NoKvWait). A policy that waits on a flag another agent set must order the flag's
+// calls `wait.before_kv_tile(segment, batch, row_begin, rows)` before issuing the tile's TMA loads
+// (a plain call uses NoKvWait). A policy that waits on a flag another agent set must order the flag's
 // acquire before the TMA (async proxy) reads: fence.proxy.async after the wait.
 #pragma once
 
@@ -75,7 +76,8 @@ struct FmhaTraits {
     cute::array_aligned<T, cosize_v<SmemK>, 1024> k;
     cute::array_aligned<T, cosize_v<SmemVt>, 1024> v;
     typename Pipeline::SharedStorage pipe_k, pipe_v;
-    alignas(8) uint64_t q_full;
+    alignas(8) uint64_t q_full;   // Q tile landed (TMA transaction count)
+    alignas(8) uint64_t q_empty;  // consumers are done reading the Q tile (256 arrivals)
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage)) + 1024;  // + alignment slack
 
@@ -119,6 +121,8 @@ struct FmhaParams {
   int64_t o_stride[3] = {0, 0, 0};
   float* lse = nullptr;             // [batch, q_heads, q_rows], natural log; may be null
   float scale_log2 = 0.0f;          // softmax scale x log2(e)
+  int batch = 0;
+  int total_work = 0;               // query tiles x heads x batch; CTAs stride over them
   int q_segments = 0, kv_segments = 0;
   Segment q_segment[kMaxQuerySegments];
   int m_block_begin[kMaxQuerySegments + 1];  // prefix sums of each query segment's 128-row tiles
@@ -177,6 +181,36 @@ __device__ int64_t kv_tiles_needed(const P& p, int s, int64_t last_q_position, b
   return (rows + block_n - 1) / block_n;
 }
 
+// One CTA's unit of work: a 128-row query tile of one head of one sequence. Work items are
+// numbered with the head fastest (CTAs running at once share their keys in L2) and, with a causal
+// mask, the query tiles of the latest positions (the most keys) first.
+struct WorkTile {
+  Segment qseg;
+  int64_t m_local;  // first row of the tile within its segment
+  int64_t q_row0, q_rows;
+  int64_t last_q_position;
+  int head, batch;
+};
+
+template <bool kCausal, class P>
+__device__ WorkTile work_tile(const P& p, int w) {
+  WorkTile t;
+  const int heads_batch = p.q_heads * p.batch;
+  const int total_m_blocks = p.m_block_begin[p.q_segments];
+  const int m_index = w / heads_batch;
+  const int m_linear = kCausal ? total_m_blocks - 1 - m_index : m_index;
+  t.head = (w % heads_batch) % p.q_heads;
+  t.batch = (w % heads_batch) / p.q_heads;
+  int qs = 0;
+  while (qs + 1 < p.q_segments && m_linear >= p.m_block_begin[qs + 1]) ++qs;
+  t.qseg = p.q_segment[qs];
+  t.m_local = int64_t(m_linear - p.m_block_begin[qs]) * kBlockM;
+  t.q_row0 = t.qseg.row + t.m_local;
+  t.q_rows = t.qseg.rows - t.m_local < kBlockM ? t.qseg.rows - t.m_local : kBlockM;
+  t.last_q_position = t.qseg.position + t.m_local + t.q_rows - 1;
+  return t;
+}
+
 template <class T, int D, bool kCausal, class KvWait>
 __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_constant__ FmhaParams<T, D> p,
                                                               const KvWait wait) {
@@ -190,18 +224,6 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
   const uintptr_t base = reinterpret_cast<uintptr_t>(smem_raw);
   auto& smem = *reinterpret_cast<typename Tr::SharedStorage*>((base + 1023) & ~uintptr_t(1023));
 
-  // Which query tile: heavier (later-position) tiles first when causal.
-  const int total_m_blocks = p.m_block_begin[p.q_segments];
-  const int m_linear = kCausal ? total_m_blocks - 1 - int(blockIdx.x) : int(blockIdx.x);
-  int qs = 0;
-  while (qs + 1 < p.q_segments && m_linear >= p.m_block_begin[qs + 1]) ++qs;
-  const Segment qseg = p.q_segment[qs];
-  const int64_t m_local = int64_t(m_linear - p.m_block_begin[qs]) * kBlockM;  // within the segment
-  const int64_t q_row0 = qseg.row + m_local;
-  const int64_t q_rows_here = qseg.rows - m_local < kBlockM ? qseg.rows - m_local : kBlockM;
-  const int64_t last_q_position = qseg.position + m_local + q_rows_here - 1;
-  const int head = blockIdx.y, batch = blockIdx.z, kv_head = head / p.group;
-
   const int warp_group = threadIdx.x / 128;
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -213,7 +235,10 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
   pipe_params.num_consumers = 256;
   Pipeline pipe_k(smem.pipe_k, pipe_params, Shape<_1, _1, _1>{});
   Pipeline pipe_v(smem.pipe_v, pipe_params, Shape<_1, _1, _1>{});
-  if (threadIdx.x == 0) cutlass::arch::ClusterTransactionBarrier::init(&smem.q_full, 1);
+  if (threadIdx.x == 0) {
+    cutlass::arch::ClusterTransactionBarrier::init(&smem.q_full, 1);
+    cutlass::arch::ClusterBarrier::init(&smem.q_empty, 256);
+  }
   cutlass::arch::fence_barrier_init();
   __syncthreads();
 
@@ -224,39 +249,46 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
   if (warp_group == 0) {
     cutlass::arch::warpgroup_reg_dealloc<24>();
     if (warp != 0 || !cute::elect_one_sync()) return;
-    Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.q_rows, int64_t(D), int64_t(p.q_heads), int64_t(gridDim.z)));
-    Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.kv_rows, int64_t(D), int64_t(p.kv_heads), int64_t(gridDim.z)));
-    Tensor mVt = p.tma_v.get_tma_tensor(make_shape(int64_t(D), p.kv_rows, int64_t(p.kv_heads), int64_t(gridDim.z)));
-
-    // Q: rows q_row0 .. + 128 (TMA fills rows past the tensor with zeros; they are never stored).
-    Tensor gQ = local_tile(domain_offset(make_coord(q_row0, 0), mQ(_, _, head, batch)),
-                           Shape<Int<kBlockM>, Int<D>>{}, make_coord(0, 0));
+    Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.q_rows, int64_t(D), int64_t(p.q_heads), int64_t(p.batch)));
+    Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.kv_rows, int64_t(D), int64_t(p.kv_heads), int64_t(p.batch)));
+    Tensor mVt = p.tma_v.get_tma_tensor(make_shape(int64_t(D), p.kv_rows, int64_t(p.kv_heads), int64_t(p.batch)));
     auto q_cta = p.tma_q.get_slice(0);
-    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&smem.q_full, kBlockM * D * sizeof(T));
-    copy(p.tma_q.with(smem.q_full), q_cta.partition_S(gQ), q_cta.partition_D(sQ));
-
     auto k_cta = p.tma_k.get_slice(0);
     auto v_cta = p.tma_v.get_slice(0);
+    Tensor tQsQ = q_cta.partition_D(sQ);
     Tensor tKsK = k_cta.partition_D(sK);
     Tensor tVsV = v_cta.partition_D(sVt);
     PipelineState state = cutlass::make_producer_start_state<Pipeline>();
-    for (int s = 0; s < p.kv_segments; ++s) {
-      const int64_t tiles = kv_tiles_needed(p, s, last_q_position, kCausal, kBlockN);
-      const Segment seg = p.kv_segment[s];
-      Tensor gK = local_tile(domain_offset(make_coord(seg.row, 0), mK(_, _, kv_head, batch)),
-                             Shape<Int<kBlockN>, Int<D>>{}, make_coord(_, 0));  // (N, D, tiles)
-      Tensor gVt = local_tile(domain_offset(make_coord(0, seg.row), mVt(_, _, kv_head, batch)),
-                              Shape<Int<D>, Int<kBlockN>>{}, make_coord(0, _));  // (D, N, tiles)
-      Tensor tKgK = k_cta.partition_S(gK);
-      Tensor tVgV = v_cta.partition_S(gVt);
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t left = seg.rows - t * kBlockN;
-        wait.before_kv_tile(s, seg.row + t * kBlockN, left < kBlockN ? left : kBlockN);
-        pipe_k.producer_acquire(state);
-        copy(p.tma_k.with(*pipe_k.producer_get_barrier(state)), tKgK(_, _, _, t), tKsK(_, _, _, state.index()));
-        pipe_v.producer_acquire(state);
-        copy(p.tma_v.with(*pipe_v.producer_get_barrier(state)), tVgV(_, _, _, t), tVsV(_, _, _, state.index()));
-        ++state;
+    int iteration = 0;
+    for (int w = blockIdx.x; w < p.total_work; w += gridDim.x, ++iteration) {
+      const WorkTile wt = work_tile<kCausal>(p, w);
+      const int kv_head = wt.head / p.group;
+      // Q: rows q_row0 .. + 128 (TMA fills rows past the tensor with zeros; they are never
+      // stored), once the consumers are done with the previous tile's.
+      if (iteration > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iteration - 1) & 1);
+      Tensor gQ = local_tile(domain_offset(make_coord(wt.q_row0, 0), mQ(_, _, wt.head, wt.batch)),
+                             Shape<Int<kBlockM>, Int<D>>{}, make_coord(0, 0));
+      cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&smem.q_full, kBlockM * D * sizeof(T));
+      copy(p.tma_q.with(smem.q_full), q_cta.partition_S(gQ), tQsQ);
+
+      for (int s = 0; s < p.kv_segments; ++s) {
+        const int64_t tiles = kv_tiles_needed(p, s, wt.last_q_position, kCausal, kBlockN);
+        const Segment seg = p.kv_segment[s];
+        Tensor gK = local_tile(domain_offset(make_coord(seg.row, 0), mK(_, _, kv_head, wt.batch)),
+                               Shape<Int<kBlockN>, Int<D>>{}, make_coord(_, 0));  // (N, D, tiles)
+        Tensor gVt = local_tile(domain_offset(make_coord(0, seg.row), mVt(_, _, kv_head, wt.batch)),
+                                Shape<Int<D>, Int<kBlockN>>{}, make_coord(0, _));  // (D, N, tiles)
+        Tensor tKgK = k_cta.partition_S(gK);
+        Tensor tVgV = v_cta.partition_S(gVt);
+        for (int64_t t = 0; t < tiles; ++t) {
+          const int64_t left = seg.rows - t * kBlockN;
+          wait.before_kv_tile(s, wt.batch, seg.row + t * kBlockN, left < kBlockN ? left : kBlockN);
+          pipe_k.producer_acquire(state);
+          copy(p.tma_k.with(*pipe_k.producer_get_barrier(state)), tKgK(_, _, _, t), tKsK(_, _, _, state.index()));
+          pipe_v.producer_acquire(state);
+          copy(p.tma_v.with(*pipe_v.producer_get_barrier(state)), tVgV(_, _, _, t), tVsV(_, _, _, state.index()));
+          ++state;
+        }
       }
     }
     return;
@@ -279,33 +311,10 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
   Tensor S = make_tensor(tSrS.data(), acc_rows_cols(tSrS.layout()));
   Tensor S_coord = make_tensor(cS.data(), acc_rows_cols(cS.layout()));
   Tensor O = make_tensor(tOrO.data(), acc_rows_cols(tOrO.layout()));
+  Tensor cO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<D>>{}));
+  Tensor O_coord = make_tensor(cO.data(), acc_rows_cols(cO.layout()));
   constexpr int kRows = size<0>(decltype(S.layout()){});  // 2: rows r and r + 8
   static_assert(kRows == 2, "a thread holds two rows of a 64-row wgmma accumulator");
-
-  clear(tOrO);
-  float row_max[kRows], row_sum[kRows];
-  int64_t q_position[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    row_max[r] = -INFINITY;
-    row_sum[r] = 0.0f;
-    q_position[r] = qseg.position + m_local + get<0>(S_coord(r, 0));
-  }
-
-  // The key tiles this query tile needs, as one sequence (segment s, tile t of it).
-  int64_t total_tiles = 0;
-  for (int s = 0; s < p.kv_segments; ++s) total_tiles += kv_tiles_needed(p, s, last_q_position, kCausal, kBlockN);
-  int seg_index = 0;
-  int64_t seg_tile = 0, seg_tiles = p.kv_segments > 0 ? kv_tiles_needed(p, 0, last_q_position, kCausal, kBlockN) : 0;
-  auto next_tile = [&] {
-    ++seg_tile;
-    while (seg_tile >= seg_tiles && seg_index + 1 < p.kv_segments) {
-      ++seg_index;
-      seg_tile = 0;
-      seg_tiles = kv_tiles_needed(p, seg_index, last_q_position, kCausal, kBlockN);
-    }
-  };
-  while (seg_tiles == 0 && seg_index + 1 < p.kv_segments) seg_tiles = kv_tiles_needed(p, ++seg_index, last_q_position, kCausal, kBlockN);
 
   auto issue_qk = [&](int stage) {
     mma_qk.accumulate_ = GMMA::ScaleOut::Zero;
@@ -336,108 +345,142 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
     for (int kb = 0; kb < size<2>(tOrPa); ++kb) cute::gemm(mma_pv, tOrPa(_, _, kb), tOrV(_, _, kb, stage), tOrO);
     warpgroup_commit_batch();
   };
-  // Masks S (rows past the segment's end; with causal, keys after the query's position), turns it
-  // into exp2(S · scale − new max) in place and returns each row's rescale of what came before.
-  float correction[kRows];
-  auto softmax_tile = [&] {
-    const Segment seg = p.kv_segment[seg_index];
-    const int64_t row0 = seg_tile * kBlockN;  // within the segment
-    const int64_t tile_rows = seg.rows - row0;
-    const bool edge = tile_rows < kBlockN ||
-                      (kCausal && seg.position + row0 + kBlockN - 1 > qseg.position + m_local);
-    if (edge) {
+
+  PipelineState state;
+  int iteration = 0;
+  for (int w = blockIdx.x; w < p.total_work; w += gridDim.x, ++iteration) {
+    const WorkTile wt = work_tile<kCausal>(p, w);
+    clear(tOrO);
+    float row_max[kRows], row_sum[kRows], correction[kRows];
+    int64_t q_position[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      row_max[r] = -INFINITY;
+      row_sum[r] = 0.0f;
+      q_position[r] = wt.qseg.position + wt.m_local + get<0>(S_coord(r, 0));
+    }
+
+    // The key tiles this query tile needs, as one sequence (segment s, tile t of it).
+    int64_t total_tiles = 0;
+    for (int s = 0; s < p.kv_segments; ++s) total_tiles += kv_tiles_needed(p, s, wt.last_q_position, kCausal, kBlockN);
+    int seg_index = 0;
+    int64_t seg_tile = 0;
+    int64_t seg_tiles = p.kv_segments > 0 ? kv_tiles_needed(p, 0, wt.last_q_position, kCausal, kBlockN) : 0;
+    auto next_tile = [&] {
+      ++seg_tile;
+      while (seg_tile >= seg_tiles && seg_index + 1 < p.kv_segments) {
+        ++seg_index;
+        seg_tile = 0;
+        seg_tiles = kv_tiles_needed(p, seg_index, wt.last_q_position, kCausal, kBlockN);
+      }
+    };
+    while (seg_tiles == 0 && seg_index + 1 < p.kv_segments)
+      seg_tiles = kv_tiles_needed(p, ++seg_index, wt.last_q_position, kCausal, kBlockN);
+
+    // Masks S (rows past the segment's end; with causal, keys after the query's position), turns
+    // it into exp2(S · scale − new max) in place and sets each row's rescale of what came before.
+    auto softmax_tile = [&] {
+      const Segment seg = p.kv_segment[seg_index];
+      const int64_t row0 = seg_tile * kBlockN;  // within the segment
+      const int64_t tile_rows = seg.rows - row0;
+      const bool edge = tile_rows < kBlockN ||
+                        (kCausal && seg.position + row0 + kBlockN - 1 > wt.qseg.position + wt.m_local);
+      if (edge) {
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+#pragma unroll
+          for (int c = 0; c < size<1>(S); ++c) {
+            const int64_t col = get<1>(S_coord(r, c));
+            if (col >= tile_rows || (kCausal && seg.position + row0 + col > q_position[r])) S(r, c) = -INFINITY;
+          }
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float m = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < size<1>(S); ++c) m = fmaxf(m, S(r, c));
+        m = fmaxf(row_max[r], quad_max(m) * p.scale_log2);
+        const float m_safe = m == -INFINITY ? 0.0f : m;
+        correction[r] = exp2f(row_max[r] - m_safe);
+        row_max[r] = m;
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < size<1>(S); ++c) {
+          const float e = exp2f(fmaf(S(r, c), p.scale_log2, -m_safe));
+          S(r, c) = e;
+          sum += e;
+        }
+        row_sum[r] = row_sum[r] * correction[r] + sum;
+      }
+    };
+    auto rescale_o_and_round_p = [&] {
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
 #pragma unroll
-        for (int c = 0; c < size<1>(S); ++c) {
-          const int64_t col = get<1>(S_coord(r, c));
-          if (col >= tile_rows || (kCausal && seg.position + row0 + col > q_position[r])) S(r, c) = -INFINITY;
-        }
-    }
+        for (int c = 0; c < size<1>(O); ++c) O(r, c) *= correction[r];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      float m = row_max[r];
-#pragma unroll
-      for (int c = 0; c < size<1>(S); ++c) m = fmaxf(m, S(r, c) * p.scale_log2);
-      m = quad_max(m);
-      const float m_safe = m == -INFINITY ? 0.0f : m;
-      correction[r] = exp2f(row_max[r] - m_safe);
-      row_max[r] = m;
-      float sum = 0.0f;
-#pragma unroll
-      for (int c = 0; c < size<1>(S); ++c) {
-        const float e = exp2f(S(r, c) * p.scale_log2 - m_safe);
-        S(r, c) = e;
-        sum += e;
-      }
-      row_sum[r] = row_sum[r] * correction[r] + sum;
-    }
-  };
-  auto rescale_o_and_round_p = [&] {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r)
-#pragma unroll
-      for (int c = 0; c < size<1>(O); ++c) O(r, c) *= correction[r];
-#pragma unroll
-    for (int i = 0; i < kPWords; ++i) p_words[i] = pack2<T>(tSrS(2 * i), tSrS(2 * i + 1));
-  };
+      for (int i = 0; i < kPWords; ++i) p_words[i] = pack2<T>(tSrS(2 * i), tSrS(2 * i + 1));
+    };
 
-  cutlass::arch::ClusterTransactionBarrier::wait(&smem.q_full, 0);
-  // Software-pipelined within the warp group: S(j+1) = Q · K(j+1)ᵀ and O += P(j) · V(j) are both
-  // in flight while the softmax of tile j+1 runs; O is rescaled once P(j) · V(j) has landed.
-  PipelineState state;
-  if (total_tiles > 0) {
-    pipe_k.consumer_wait(state);
-    issue_qk(state.index());
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(tSrS);
-    pipe_k.consumer_release(state);
-    softmax_tile();
-    rescale_o_and_round_p();
-    for (int64_t j = 1; j < total_tiles; ++j) {
-      const PipelineState previous = state;
-      ++state;
-      next_tile();
+    cutlass::arch::ClusterTransactionBarrier::wait(&smem.q_full, iteration & 1);
+    // Software-pipelined within the warp group: S(j+1) = Q · K(j+1)ᵀ and O += P(j) · V(j) are
+    // both in flight while the softmax of tile j+1 runs; O is rescaled once P(j) · V(j) landed.
+    if (total_tiles > 0) {
       pipe_k.consumer_wait(state);
       issue_qk(state.index());
-      pipe_v.consumer_wait(previous);
-      issue_pv(previous.index());
-      warpgroup_wait<1>();  // S(j) has landed (P(j-1) · V(j-1) may still run)
+      warpgroup_wait<0>();
       warpgroup_fence_operand(tSrS);
       pipe_k.consumer_release(state);
       softmax_tile();
+      rescale_o_and_round_p();
+      for (int64_t j = 1; j < total_tiles; ++j) {
+        const PipelineState previous = state;
+        ++state;
+        next_tile();
+        pipe_k.consumer_wait(state);
+        issue_qk(state.index());
+        pipe_v.consumer_wait(previous);
+        issue_pv(previous.index());
+        warpgroup_wait<1>();  // S(j) has landed (P(j-1) · V(j-1) may still run)
+        warpgroup_fence_operand(tSrS);
+        pipe_k.consumer_release(state);
+        softmax_tile();
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(tOrO);
+        fence_p();
+        pipe_v.consumer_release(previous);
+        rescale_o_and_round_p();
+      }
+      cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);  // the last read of Q has landed
+      pipe_v.consumer_wait(state);
+      issue_pv(state.index());
       warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
       fence_p();
-      pipe_v.consumer_release(previous);
-      rescale_o_and_round_p();
+      pipe_v.consumer_release(state);
+      ++state;
+    } else {
+      cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);
     }
-    pipe_v.consumer_wait(state);
-    issue_pv(state.index());
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(tOrO);
-    pipe_v.consumer_release(state);
-  }
 
-  // Normalise, store O and the log-sum-exp.
-  Tensor cO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<D>>{}));
-  Tensor O_coord = make_tensor(cO.data(), acc_rows_cols(cO.layout()));
-  T* o_base = p.o + int64_t(batch) * p.o_stride[0] + int64_t(head) * p.o_stride[2];
+    // Normalise, store O and the log-sum-exp.
+    T* o_base = p.o + int64_t(wt.batch) * p.o_stride[0] + int64_t(wt.head) * p.o_stride[2];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const float sum = quad_sum(row_sum[r]);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const int row = get<0>(O_coord(r, 0));
-    if (row >= q_rows_here) continue;
-    T* o_row = o_base + (q_row0 + row) * p.o_stride[1];
+    for (int r = 0; r < kRows; ++r) {
+      const float sum = quad_sum(row_sum[r]);
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      const int row = get<0>(O_coord(r, 0));
+      if (row >= wt.q_rows) continue;
+      T* o_row = o_base + (wt.q_row0 + row) * p.o_stride[1];
 #pragma unroll
-    for (int c = 0; c < size<1>(O); c += 2) {
-      const int col = get<1>(O_coord(r, c));
-      *reinterpret_cast<uint32_t*>(o_row + col) = pack2<T>(O(r, c) * inv, O(r, c + 1) * inv);
+      for (int c = 0; c < size<1>(O); c += 2) {
+        const int col = get<1>(O_coord(r, c));
+        *reinterpret_cast<uint32_t*>(o_row + col) = pack2<T>(O(r, c) * inv, O(r, c + 1) * inv);
+      }
+      if (p.lse != nullptr && lane % 4 == 0)
+        p.lse[(int64_t(wt.batch) * p.q_heads + wt.head) * p.q_rows + wt.q_row0 + row] =
+            sum > 0.0f ? (row_max[r] + log2f(sum)) * 0.69314718055994530942f : -INFINITY;
     }
-    if (p.lse != nullptr && lane % 4 == 0)
-      p.lse[(int64_t(batch) * p.q_heads + head) * p.q_rows + q_row0 + row] =
-          sum > 0.0f ? (row_max[r] + log2f(sum)) * 0.69314718055994530942f : -INFINITY;
   }
 }
 

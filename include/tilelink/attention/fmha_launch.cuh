@@ -3,10 +3,15 @@
 // kernel; TILELINK_FMHA_INSTANTIATE(dtype, head_dim, hook) instantiates both masks.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 
 #include "tilelink/attention/fmha_kernel.cuh"
 #include "tilelink/attention/fmha_problem.hpp"
+
+namespace tilelink::gemm::detail {
+int device_sm_count(int device);  // cached per device (src/gemm/gemm.cpp)
+}
 
 namespace tilelink::attention {
 namespace detail {
@@ -62,11 +67,16 @@ void launch_fmha_kernel(const FmhaProblem& pr, const KvWait& wait, cudaStream_t 
     p.m_block_begin[s + 1] = p.m_block_begin[s] + int((pr.q_segment[s].rows + kBlockM - 1) / kBlockM);
   }
   for (int s = 0; s < pr.kv_segments; ++s) p.kv_segment[s] = pr.kv_segment[s];
-  const int tiles = p.m_block_begin[pr.q_segments];
+  const int64_t work = int64_t(p.m_block_begin[pr.q_segments]) * pr.q_heads * pr.batch;
+  TL_REQUIRE(work < (int64_t(1) << 31), "attention: ", work, " query tiles x heads x batch are too many");
+  p.batch = int(pr.batch);
+  p.total_work = int(work);
+  int device = 0;
+  TL_CUDA_CHECK(cudaGetDevice(&device));
+  const int64_t ctas = std::min<int64_t>(work, pr.max_ctas > 0 ? pr.max_ctas : gemm::detail::device_sm_count(device));
   constexpr auto kernel = detail::fmha_forward_kernel<T, D, Causal, KvWait>;
   detail::allow_smem_once<kernel>(Tr::kSmemBytes);
-  kernel<<<dim3(unsigned(tiles), unsigned(pr.q_heads), unsigned(pr.batch)), Tr::kThreads, Tr::kSmemBytes, stream>>>(
-      p, wait);
+  kernel<<<unsigned(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, wait);
   TL_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -25,7 +25,7 @@ struct Segment {
 
 // The hook of a plain call: the data is all there.
 struct NoKvWait {
-  __device__ void before_kv_tile(int /*segment*/, int64_t /*row*/, int64_t /*rows*/) const {}
+  __device__ void before_kv_tile(int /*segment*/, int /*batch*/, int64_t /*row*/, int64_t /*rows*/) const {}
 };
 
 struct FmhaProblem {
@@ -42,6 +42,7 @@ struct FmhaProblem {
   int q_segments = 0, kv_segments = 0;
   Segment q_segment[kMaxQuerySegments];
   Segment kv_segment[kMaxKvSegments];
+  int max_ctas = 0;  // the kernel is persistent: at most this many CTAs (0: one per SM)
 };
 
 // Throws tilelink::Error naming `op` if the problem is not one the kernel runs (shape, dtype,
