@@ -117,6 +117,14 @@ int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids
  * (what torch._grouped_mm calls offs). */
 int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n, int64_t k, int32_t num_groups,
                     const int32_t* group_end, int64_t max_rows, void* stream);
+/* Sequence-parallel attention: q[batch, local_len, q_heads, head_dim], k and v [batch, local_len,
+ * kv_heads, head_dim] (contiguous) are this rank's shard of each sequence; out (same shape as q)
+ * and lse (fp32 [batch, q_heads, local_len], may be NULL) its queries' attention over the whole
+ * sequence. sharding: 0 contiguous (rank r holds positions [r L, (r+1) L)), 1 zig-zag (chunks r
+ * and 2W-1-r of length L/2). See tilelink/ops/sp_attention/sp_attention.hpp. */
+int tl_sp_attention(tl_world* world, int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
+                    int64_t batch, int64_t local_len, int64_t q_heads, int64_t kv_heads, int64_t head_dim, int causal,
+                    int sharding, float scale, int path, void* stream);
 /* Attention forward on one GPU (no world): out[b, i, h, :] and lse[b, h, i] (fp32, natural log;
  * may be NULL) of softmax(scale q k^T + mask) v, grouped-query (q_heads a multiple of kv_heads).
  * strides: 12 values (elements) — q, k, v, out, each {batch, row, head}; head_dim contiguous;

@@ -23,7 +23,7 @@ from torch import Tensor
 from . import _ops
 from ._world import World, default_world, empty, init, zeros
 
-__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "attention", "ag_moe", "moe_rs", "grouped_mm",
+__all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "attention", "sp_attention", "ag_moe", "moe_rs", "grouped_mm",
            "default_world"]
 __version__ = "0.1.0"
 
@@ -97,6 +97,24 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, q_positi
     gets zeros and lse = -inf. head_dim 64 or 128; scale defaults to 1/sqrt(head_dim).
     """
     return _ops.attention_op(q, k, v, bool(causal), int(q_position0), 0.0 if scale is None else float(scale))
+
+
+def sp_attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, sharding: str = "zigzag",
+                 scale: float | None = None, world: World | None = None, path: str = "auto") -> tuple[Tensor, Tensor]:
+    """Sequence-parallel attention: returns ``(out, lse)`` for this rank's queries over the whole
+    sequence.
+
+    q: [batch, local_len, q_heads, head_dim], k, v: [batch, local_len, kv_heads, head_dim]
+    (contiguous), this rank's shard of every sequence; ``sharding="zigzag"`` (the sequence cut into
+    2 x world.size chunks, rank r holding chunks r and 2W-1-r, which balances causal work) or
+    ``"contiguous"`` (rank r holds positions [r L, (r+1) L)). The other ranks' K and V are gathered
+    chunk by chunk while the attention kernel runs on what has arrived (this rank's own first).
+    out is q's shape; lse float32 [batch, q_heads, local_len]. head_dim 64 or 128.
+    """
+    world = world or default_world()
+    return _ops.sp_attention_op(q, k, v, bool(causal), _ops.sharding_code(sharding),
+                                0.0 if scale is None else float(scale), world.id, world.size,
+                                _ops.path_code("sp_attention", path))
 
 
 def ag_moe(x: Tensor, topk_ids: Tensor, w: Tensor, *, world: World | None = None, path: str = "auto",

@@ -68,11 +68,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_ag_moe.argtypes = [p, i, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
     lib.tl_moe_rs.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i32, i32, p, i, p]
     lib.tl_grouped_gemm.argtypes = [i, p, p, p, i64, i64, i32, p, i64, p]
+    lib.tl_sp_attention.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i64, i64, i, i, ctypes.c_float, i, p]
     lib.tl_attention_forward.argtypes = [i, p, p, p, p, p, i64, i64, i64, i64, i64, i64, p, i, i64, ctypes.c_float, p]
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
                  "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll",
                  "tl_flash_decode", "tl_ag_moe", "tl_moe_rs", "tl_grouped_gemm",
-                 "tl_attention_forward"):
+                 "tl_attention_forward", "tl_sp_attention"):
         getattr(lib, name).restype = i
 
 

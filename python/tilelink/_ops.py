@@ -446,3 +446,49 @@ def _(q: Tensor, k: Tensor, v: Tensor, causal: bool, q_position0: int, scale: fl
     _attention_check(q, k, v)
     b, sq, hq, d = q.shape
     return q.new_empty((b, sq, hq, d)), q.new_empty((b, hq, sq), dtype=torch.float32)
+
+
+# ---- sequence-parallel attention -----------------------------------------------------------------
+_SHARDINGS = {"contiguous": 0, "zigzag": 1}
+
+
+def sharding_code(sharding: str) -> int:
+    if sharding not in _SHARDINGS:
+        raise ValueError(f"tilelink.sp_attention: sharding must be one of {sorted(_SHARDINGS)} (got {sharding!r})")
+    return _SHARDINGS[sharding]
+
+
+def _sp_attention_check(q: Tensor, k: Tensor, v: Tensor, sharding: int) -> None:
+    op = "tilelink.sp_attention"
+    _attention_check(q, k, v)
+    if k.shape[1] != q.shape[1]:
+        raise ValueError(f"{op}: q, k and v must hold the same tokens of each sequence (got {q.shape[1]} and {k.shape[1]})")
+    if not (q.is_contiguous() and k.is_contiguous() and v.is_contiguous()):
+        raise ValueError(f"{op}: q, k and v must be contiguous [batch, local_len, heads, head_dim] (call .contiguous())")
+    if sharding == _SHARDINGS["zigzag"] and q.shape[1] % 2:
+        raise ValueError(f"{op}: zig-zag sharding holds two chunks per rank, so local_len ({q.shape[1]}) must be even")
+
+
+@torch.library.custom_op("tilelink::sp_attention", mutates_args=())
+def sp_attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool, sharding: int, scale: float, world_id: int,
+                    world_size: int, path: int) -> tuple[Tensor, Tensor]:
+    _sp_attention_check(q, k, v, sharding)
+    world = world_by_id(world_id)
+    if q.device != world.device:
+        raise ValueError(f"tilelink.sp_attention: q is on {q.device}, but this rank of the world runs on {world.device}")
+    b, s, hq, d = q.shape
+    out = torch.empty_like(q)
+    lse = torch.empty((b, hq, s), dtype=torch.float32, device=q.device)
+    stream = ctypes.c_void_p(torch.cuda.current_stream(q.device).cuda_stream)
+    ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
+    world._call("tl_sp_attention", dtype_code(q.dtype), ptr(q), ptr(k), ptr(v), ptr(out), ptr(lse), b, s, hq,
+                k.shape[2], d, int(causal), int(sharding), float(scale), int(path), stream)
+    return out, lse
+
+
+@sp_attention_op.register_fake
+def _(q: Tensor, k: Tensor, v: Tensor, causal: bool, sharding: int, scale: float, world_id: int, world_size: int,
+      path: int) -> tuple[Tensor, Tensor]:
+    _sp_attention_check(q, k, v, sharding)
+    b, s, hq, _d = q.shape
+    return torch.empty_like(q), q.new_empty((b, hq, s), dtype=torch.float32)

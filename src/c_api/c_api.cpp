@@ -18,6 +18,7 @@
 #include "tilelink/ops/moe/moe_rs.hpp"
 #include "tilelink/gemm/grouped.hpp"
 #include "tilelink/attention/attention.hpp"
+#include "tilelink/ops/sp_attention/sp_attention.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
 #include "tilelink/ops/gemm_rs/gemm_rs.hpp"
 #include "tilelink/core/error.hpp"
@@ -263,6 +264,21 @@ int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n,
     TL_CUDA_CHECK(cudaGetDevice(&device));
     grouped_workspace(device, g::grouped_gemm_workspace_bytes(cfg, num_groups, 0),
                       [&](void* ws, size_t bytes) { g::grouped_gemm(args, cfg, 0, ws, bytes, static_cast<cudaStream_t>(stream)); });
+  });
+}
+
+int tl_sp_attention(tl_world* world, int dtype, const void* q, const void* k, const void* v, void* out, float* lse,
+                    int64_t batch, int64_t local_len, int64_t q_heads, int64_t kv_heads, int64_t head_dim, int causal,
+                    int sharding, float scale, int path, void* stream) {
+  return guarded([&] {
+    tilelink::SpAttentionArgs a;
+    a.dtype = dtype_of(dtype);
+    a.q = q, a.k = k, a.v = v, a.out = out, a.lse = lse;
+    a.batch = batch, a.local_len = local_len, a.q_heads = q_heads, a.kv_heads = kv_heads, a.head_dim = head_dim;
+    a.causal = causal != 0;
+    a.sharding = static_cast<tilelink::SequenceSharding>(sharding);
+    a.scale = scale;
+    tilelink::sp_attention(context_of(world), a, op_options<tilelink::SpAttentionOptions>(path, stream));
   });
 }
 

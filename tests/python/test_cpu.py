@@ -99,6 +99,20 @@ def test_attention_bad_input_raises_value_error(q, k, message):
         tilelink.attention(q, k, k)
 
 
+def test_sp_attention_fake_shapes_and_errors():
+    with FakeTensorMode():
+        q = torch.empty(2, 300, 8, 128, dtype=BF16, device="cuda")
+        k = torch.empty(2, 300, 2, 128, dtype=BF16, device="cuda")
+        out, lse = torch.ops.tilelink.sp_attention(q, k, k, True, 1, 0.0, 1, 2, 0)
+    assert out.shape == (2, 300, 8, 128) and lse.shape == (2, 8, 300)
+    with pytest.raises(ValueError, match="must be even"):
+        torch.ops.tilelink.sp_attention(meta(1, 33, 2, 128), meta(1, 33, 1, 128), meta(1, 33, 1, 128), True, 1, 0.0,
+                                        1, 2, 0)
+    with pytest.raises(ValueError, match="same tokens"):
+        torch.ops.tilelink.sp_attention(meta(1, 32, 2, 128), meta(1, 30, 1, 128), meta(1, 30, 1, 128), True, 0, 0.0,
+                                        1, 2, 0)
+
+
 @pytest.mark.parametrize("world_size", [1, 3, 8])
 def test_ag_moe_fake_shapes(world_size):
     with FakeTensorMode():

@@ -369,6 +369,31 @@ def test_attention_matches_sdpa(world, b, sq, skv, hq, hkv, d, dtype, causal):
     assert torch.allclose(lse, want_lse, atol=1e-3, rtol=1e-3), (lse - want_lse).abs().max()
 
 
+@pytest.mark.parametrize("sharding, causal", [("zigzag", True), ("contiguous", True), ("contiguous", False)])
+def test_sp_attention_matches_sdpa_over_the_whole_sequence(world, sharding, causal):
+    seed = seed_everyone()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    b, hq, hkv, d, local = 2, 8, 2, 128, 2 * 75
+    total = local * size
+    q, k, v = (rand((b, total, h, d), torch.bfloat16, seed + i) for i, h in enumerate((hq, hkv, hkv)))
+    if sharding == "zigzag":
+        c = local // 2
+        rows = torch.cat([torch.arange(rank * c, (rank + 1) * c),
+                          torch.arange((2 * size - 1 - rank) * c, (2 * size - rank) * c)]).cuda()
+    else:
+        rows = torch.arange(rank * local, (rank + 1) * local).cuda()
+    mine = lambda t: t[:, rows].contiguous()  # noqa: E731
+    poison_on_alloc()
+    out, lse = tilelink.sp_attention(mine(q), mine(k), mine(v), causal=causal, sharding=sharding)
+    qf, kf, vf = (t.transpose(1, 2).float() for t in (q, k, v))
+    mask = rows[:, None] >= torch.arange(total, device="cuda")[None, :] if causal else None
+    want = F.scaled_dot_product_attention(qf[:, :, rows], kf, vf, attn_mask=mask, enable_gqa=True).transpose(1, 2)
+    err = (out.float() - want).abs()
+    assert not torch.isnan(out).any()
+    assert (err <= 1.6e-2 + 1.6e-2 * want.abs()).all(), f"max error {err.max().item():.3e}"
+    assert lse.shape == (b, hq, local)
+
+
 def test_grouped_mm_matches_torch_grouped_mm(world):
     seed = seed_everyone()
     a = rand((1000, 512), torch.bfloat16, seed)

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <climits>
 
 namespace tltest {
 
@@ -17,6 +18,9 @@ struct ReferenceShape {
   bool causal;
   int64_t q_position0;
   float scale;
+  // Query i's position: i + q_position0 below q_split, i - q_split + q_position_after from there
+  // (the two chunks a rank holds under zig-zag sharding). Keys are at positions 0, 1, ...
+  int64_t q_split = INT64_MAX, q_position_after = 0;
 };
 
 inline __device__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -36,7 +40,8 @@ __global__ void attention_reference_kernel(const T* q, const T* k, const T* v, f
     const T* krow = k + b * s.k_stride[0] + j * s.k_stride[1] + hk * s.k_stride[2];
     float dot = 0.0f;
     for (int64_t c = 0; c < s.head_dim; ++c) dot = fmaf(to_float(qrow[c]), to_float(krow[c]), dot);
-    const bool hidden = s.causal && j > i + s.q_position0;
+    const int64_t position = i < s.q_split ? i + s.q_position0 : i - s.q_split + s.q_position_after;
+    const bool hidden = s.causal && j > position;
     scores[j] = hidden ? -INFINITY : dot * s.scale;
     local_max = fmaxf(local_max, scores[j]);
   }

@@ -4,7 +4,8 @@
 // ring order (step s: push my rows to rank r-s, or pull the rows of rank r+s), publishing each
 // chunk as it lands. The GEMM side (GatherWaitHooks) waits on exactly those chunk slots, visiting
 // its own rows first, then r+1, r+2, … — the order the chunks arrive in.
-// Included by exactly one translation unit (src/ops/ag_gemm/ag_gemm.cu).
+// Also the gather of sequence-parallel attention (one launch per gathered tensor). A template
+// only so that several translation units may include it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@ struct AgGatherParams {
 inline constexpr int kGatherThreads = 512;
 
 #if defined(__CUDACC__)
+template <int = 0>
 __global__ void __launch_bounds__(kGatherThreads) ag_gather_kernel(const AgGatherParams p) {
   const int world = p.team.num_ranks, me = p.team.rank, chunks = p.map.chunks_per_rank;
   for (int item = blockIdx.x; item < (world - 1) * chunks; item += gridDim.x) {
