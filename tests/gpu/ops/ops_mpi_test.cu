@@ -2,7 +2,7 @@
 // machine (NVLink, NCCL for the decomposed paths) or two processes sharing one GPU under MPS
 // (run_mpi_test.sh). Every mode and variant of ag_gemm, gemm_rs and gemm_ar at the job's world
 // size, bf16 and fp16, reference shapes scaled and odd shapes, then a stress loop with one
-// rank starting late; allgather_ll; flash_decode; ag_moe and moe_rs; a straggler whose call times
+// rank starting late; allgather_ll; flash_decode; sp_attention; ag_moe and moe_rs; a straggler whose call times
 // out, then 100 correct calls.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
@@ -24,6 +24,7 @@
 #include "gpu/common/gpu_test.hpp"
 #include "gpu/ops/moe_test_data.hpp"
 #include "gpu/ops/op_cases.hpp"
+#include "gpu/ops/sp_attention_cases.cuh"
 
 namespace tt = tilelink::test;
 using tilelink::Context;
@@ -323,6 +324,28 @@ TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
     }
   EXPECT_EQ(bad, 0) << bad << " of " << q.size() << " outputs off";
   ctx.barrier();
+}
+
+// ---- sp_attention ---------------------------------------------------------------------------------
+TEST(OpsMpi, SpAttentionMatchesAttentionOverTheWholeSequence) {
+  namespace sp = tilelink::test::sp;
+  const uint64_t seed = tt::shared_fresh_seed(*g_ctx);
+  SCOPED_TRACE(tt::seed_trace(seed));
+  const std::vector<sp::SpCase> cases = {
+      {DType::bf16, 2, 90, 4, 2, 128, true, tilelink::SequenceSharding::zigzag, tilelink::OpPath::fused,
+       tilelink::CommEngine::copy_engine},
+      {DType::fp16, 1, 77, 2, 1, 64, true, tilelink::SequenceSharding::contiguous, tilelink::OpPath::fused,
+       tilelink::CommEngine::sm},
+      {DType::bf16, 1, 200, 8, 8, 128, false, tilelink::SequenceSharding::contiguous, tilelink::OpPath::decomposed,
+       tilelink::CommEngine::copy_engine},
+  };
+  for (size_t ci = 0; ci < cases.size(); ++ci)
+    for (int call = 0; call < 2; ++call) {
+      SCOPED_TRACE(sp::describe(cases[ci]) + ", call " + std::to_string(call));
+      const sp::RankResult r = sp::run_rank(*g_ctx, cases[ci], tt::mix_seed(seed, ci, call));
+      EXPECT_EQ(r.out.bad, 0) << "rank " << g_ctx->rank() << ": " << tt::describe(r.out);
+      EXPECT_EQ(r.lse_bad, 0) << "rank " << g_ctx->rank() << ": lse entries off";
+    }
 }
 
 // ---- mixture of experts ------------------------------------------------------------------------
