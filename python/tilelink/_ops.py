@@ -124,17 +124,24 @@ def _(x: Tensor, world_id: int, world_size: int) -> Tensor:
     return x.new_empty(_allgather_ll_shape(x, world_size))
 
 
+# ---- attention ops: the checks they share -------------------------------------------------------
+def _check_qkv(op: str, q: Tensor, k: Tensor, v: Tensor, q_layout: str) -> None:
+    """What every attention op asks of q, k, v: one dtype, k and v [batch, kv_len, kv_heads,
+    head_dim] alike, and q (of `q_layout`, 3-D or 4-D) with k's batch and head_dim."""
+    if q.dtype not in _SUPPORTED or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"{op}: q, k and v must all be bfloat16 or all float16 (got {q.dtype}, {k.dtype}, {v.dtype})")
+    if q.dim() != q_layout.count(",") + 1 or k.dim() != 4 or v.shape != k.shape:
+        raise ValueError(f"{op}: q must be {q_layout} and k, v [batch, kv_len, kv_heads, head_dim] "
+                         f"(got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)})")
+    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[-1]:
+        raise ValueError(f"{op}: k's batch and head_dim must match q's (q {tuple(q.shape)}, k {tuple(k.shape)})")
+
+
 # ---- decode attention over a KV cache split across ranks ----------------------------------------
 def _flash_decode_check(q: Tensor, k: Tensor, v: Tensor) -> None:
     op = "tilelink.flash_decode"
-    if q.dtype not in _SUPPORTED or k.dtype != q.dtype or v.dtype != q.dtype:
-        raise ValueError(f"{op}: q, k and v must all be bfloat16 or all float16 (got {q.dtype}, {k.dtype}, {v.dtype})")
-    if q.dim() != 3 or k.dim() != 4 or v.shape != k.shape:
-        raise ValueError(f"{op}: q must be [batch, q_heads, head_dim] and k, v [batch, kv_len, kv_heads, head_dim] "
-                         f"(got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)})")
-    (b, hq, d), (bk, _s, hkv, dk) = q.shape, k.shape
-    if bk != b or dk != d:
-        raise ValueError(f"{op}: k's batch and head_dim must match q's (q {tuple(q.shape)}, k {tuple(k.shape)})")
+    _check_qkv(op, q, k, v, "[batch, q_heads, head_dim]")
+    (_b, hq, d), (_bk, _s, hkv, _dk) = q.shape, k.shape
     if d not in (64, 128):
         raise ValueError(f"{op}: head_dim must be 64 or 128 (got {d})")
     if hkv < 1 or hq % hkv or hq // hkv > 16:
@@ -406,14 +413,8 @@ def _(a: Tensor, b: Tensor, offs: Tensor) -> Tensor:
 # ---- attention on one GPU ----------------------------------------------------------------------
 def _attention_check(q: Tensor, k: Tensor, v: Tensor) -> None:
     op = "tilelink.attention"
-    if q.dtype not in _SUPPORTED or k.dtype != q.dtype or v.dtype != q.dtype:
-        raise ValueError(f"{op}: q, k and v must all be bfloat16 or all float16 (got {q.dtype}, {k.dtype}, {v.dtype})")
-    if q.dim() != 4 or k.dim() != 4 or v.shape != k.shape:
-        raise ValueError(f"{op}: q must be [batch, q_len, q_heads, head_dim] and k, v [batch, kv_len, kv_heads, "
-                         f"head_dim] (got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)})")
-    (b, _sq, hq, d), (bk, _skv, hkv, dk) = q.shape, k.shape
-    if bk != b or dk != d:
-        raise ValueError(f"{op}: k's batch and head_dim must match q's (q {tuple(q.shape)}, k {tuple(k.shape)})")
+    _check_qkv(op, q, k, v, "[batch, q_len, q_heads, head_dim]")
+    (_b, _sq, hq, d), (_bk, _skv, hkv, _dk) = q.shape, k.shape
     if d not in (64, 128):
         raise ValueError(f"{op}: head_dim must be 64 or 128 (got {d})")
     if hkv < 1 or hq % hkv:

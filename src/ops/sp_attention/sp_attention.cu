@@ -39,7 +39,7 @@ struct SpAttentionState {
   ops::SideStream side;
   ops::UniformCheck uniform;
   const void* last_workspace = nullptr;
-  const void* zeroed = nullptr;  // the gathered K whose buffers were zeroed (see gathered_buffers)
+  const void* zeroed = nullptr;  // the gathered K (and V) last zeroed, when they were new
 };
 
 void validate_local(const Context& ctx, const SpAttentionArgs& a, const SpAttentionOptions& o) {
