@@ -145,6 +145,10 @@ __device__ auto acc_as_a_operand(Layout l) {
                      make_layout(get<1>(blocks), get<2>(l)));
 }
 
+// Column c of a thread's accumulator row, relative to its first: pairs of adjacent columns, one
+// pair in every 8-column block (the wgmma accumulator layout that acc_rows_cols exposes).
+__device__ constexpr int acc_col_offset(int c) { return (c % 2) + 8 * (c / 2); }
+
 // Two floats rounded to the element type, packed as the 32-bit register a wgmma operand takes.
 template <class T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
@@ -156,6 +160,15 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
     const __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&h);
   }
+}
+
+// 2^x on the special-function unit, denormals flushed. exp2f would add a range check and two
+// multiplies around every exponential to keep denormal results, which a softmax weight below
+// 2^-126 of the row's largest does not need; the softmax is the kernel's ALU-bound stretch.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 __device__ __forceinline__ float quad_max(float x) {
@@ -314,6 +327,7 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
   Tensor cO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<D>>{}));
   Tensor O_coord = make_tensor(cO.data(), acc_rows_cols(cO.layout()));
   constexpr int kRows = size<0>(decltype(S.layout()){});  // 2: rows r and r + 8
+  const int col_base = get<1>(S_coord(0, 0));  // this thread's first column; acc_col_offset gives the rest
   static_assert(kRows == 2, "a thread holds two rows of a 64-row wgmma accumulator");
 
   auto issue_qk = [&](int stage) {
@@ -386,38 +400,62 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
       const bool edge = tile_rows < kBlockN ||
                         (kCausal && seg.position + row0 + kBlockN - 1 > wt.qseg.position + wt.m_local);
       if (edge) {
+        // Per row, the last key column it may see; per element one 32-bit compare against the
+        // column's fixed offset from the thread's first (64-bit column indices kept per element
+        // would hold ~50 registers across the loop, and the register pressure would make the
+        // compiler wait for P·V before the softmax instead of running them together).
 #pragma unroll
-        for (int r = 0; r < kRows; ++r)
-#pragma unroll
-          for (int c = 0; c < size<1>(S); ++c) {
-            const int64_t col = get<1>(S_coord(r, c));
-            if (col >= tile_rows || (kCausal && seg.position + row0 + col > q_position[r])) S(r, c) = -INFINITY;
+        for (int r = 0; r < kRows; ++r) {
+          int64_t last = (tile_rows < kBlockN ? tile_rows : kBlockN) - 1;
+          if (kCausal) {
+            const int64_t visible = q_position[r] - (seg.position + row0);
+            last = visible < last ? visible : last;
           }
+          const int limit = int(last < -1 ? -1 : last) - col_base;
+#pragma unroll
+          for (int c = 0; c < size<1>(S); ++c)
+            if (acc_col_offset(c) > limit) S(r, c) = -INFINITY;
+        }
       }
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
-        float m = -INFINITY;
+        // Four independent chains for the max and the sum: with two consumer warps per scheduler
+        // there is little else to issue while one long dependent chain drains.
+        constexpr int kCols = size<1>(decltype(S.layout()){});
+        static_assert(kCols % 4 == 0, "a thread's columns split into four chains");
+        float m4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
-        for (int c = 0; c < size<1>(S); ++c) m = fmaxf(m, S(r, c));
+        for (int c = 0; c < kCols; ++c) m4[c % 4] = fmaxf(m4[c % 4], S(r, c));
+        float m = fmaxf(fmaxf(m4[0], m4[1]), fmaxf(m4[2], m4[3]));
         m = fmaxf(row_max[r], quad_max(m) * p.scale_log2);
         const float m_safe = m == -INFINITY ? 0.0f : m;
-        correction[r] = exp2f(row_max[r] - m_safe);
+        correction[r] = exp2_ftz(row_max[r] - m_safe);
         row_max[r] = m;
-        float sum = 0.0f;
+        float sum4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int c = 0; c < size<1>(S); ++c) {
-          const float e = exp2f(fmaf(S(r, c), p.scale_log2, -m_safe));
+        for (int c = 0; c < kCols; ++c) {
+          const float e = exp2_ftz(fmaf(S(r, c), p.scale_log2, -m_safe));
           S(r, c) = e;
-          sum += e;
+          sum4[c % 4] += e;
         }
-        row_sum[r] = row_sum[r] * correction[r] + sum;
+        row_sum[r] = row_sum[r] * correction[r] + ((sum4[0] + sum4[1]) + (sum4[2] + sum4[3]));
       }
     };
-    auto rescale_o_and_round_p = [&] {
+    // Whether any row of the warp changed its max (its correction is not exactly 1): a settled
+    // row's rescale is a multiply by 1, skipped when that holds for the whole warp.
+    auto max_changed_in_warp = [&] {
+      bool changed = false;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) changed |= correction[r] != 1.0f;
+      return __any_sync(0xffffffffu, changed);
+    };
+    auto rescale_o = [&] {
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
 #pragma unroll
         for (int c = 0; c < size<1>(O); ++c) O(r, c) *= correction[r];
+    };
+    auto round_p = [&] {
 #pragma unroll
       for (int i = 0; i < kPWords; ++i) p_words[i] = pack2<T>(tSrS(2 * i), tSrS(2 * i + 1));
     };
@@ -432,7 +470,7 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
       warpgroup_fence_operand(tSrS);
       pipe_k.consumer_release(state);
       softmax_tile();
-      rescale_o_and_round_p();
+      round_p();  // O is still zero: nothing to rescale
       for (int64_t j = 1; j < total_tiles; ++j) {
         const PipelineState previous = state;
         ++state;
@@ -445,11 +483,23 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
         warpgroup_fence_operand(tSrS);
         pipe_k.consumer_release(state);
         softmax_tile();
-        warpgroup_wait<0>();
-        warpgroup_fence_operand(tOrO);
+        // The softmax must run while P(j-1)·V(j-1) is in flight. The fence keeps the compiler from
+        // sinking it below the wait; and the wait sits in the arms of a warp-uniform branch that
+        // follows the softmax, because ptxas schedules within a basic block and there it hoists
+        // the wait (which has no register operands) above the softmax, serialising the two. The
+        // two waits differ in text so that the compiler does not merge them above the branch.
+        warpgroup_fence_operand(tSrS);
+        if (max_changed_in_warp()) {
+          asm volatile("wgmma.wait_group.sync.aligned 0; // then rescale O" ::: "memory");
+          warpgroup_fence_operand(tOrO);
+          rescale_o();
+        } else {
+          asm volatile("wgmma.wait_group.sync.aligned 0; // O stays" ::: "memory");
+          warpgroup_fence_operand(tOrO);
+        }
         fence_p();
         pipe_v.consumer_release(previous);
-        rescale_o_and_round_p();
+        round_p();
       }
       cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);  // the last read of Q has landed
       pipe_v.consumer_wait(state);
