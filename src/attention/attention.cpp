@@ -1,10 +1,12 @@
 // src/attention/attention.cpp — argument checks and the plain (one-GPU) attention call.
 #include "tilelink/attention/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "tilelink/attention/fmha_problem.hpp"
+#include "tilelink/gemm/gemm.hpp"
 
 namespace tilelink {
 namespace attention {
@@ -35,6 +37,23 @@ int64_t query_tiles(const FmhaProblem& p) {
   return tiles;
 }
 
+int kv_splits_for(int64_t work, int64_t kv_tiles, int sms, bool causal) {
+  if (work <= 0 || sms <= 0 || (causal && work >= sms)) return 1;
+  const int64_t most = std::min<int64_t>({kMaxKvSplits, kv_tiles / kMinKvTilesPerSplit, kMaxUnitsPerSm * sms / work});
+  auto cost = [&](int64_t s) { return double((work * s + sms - 1) / sms) / double(s); };
+  double least = cost(1);
+  for (int64_t s = 2; s <= most; ++s) least = std::min(least, cost(s));
+  for (int64_t s = 1; s <= most; ++s)
+    if (cost(s) <= least * 1.05) return int(s);
+  return 1;
+}
+
+int64_t partial_lse_bytes(const FmhaProblem& p) {
+  return int64_t(p.kv_splits) * p.batch * p.q_heads * p.q_rows * int64_t(sizeof(float));
+}
+
+int64_t partial_o_bytes(const FmhaProblem& p) { return partial_lse_bytes(p) * p.head_dim; }
+
 void check_problem(const FmhaProblem& p, const char* op) {
   TL_REQUIRE(p.dtype == DType::bf16 || p.dtype == DType::fp16, op, ": unsupported dtype");
   TL_REQUIRE(p.head_dim == 64 || p.head_dim == 128, op, ": head_dim must be 64 or 128 (got ", p.head_dim, ")");
@@ -49,6 +68,15 @@ void check_problem(const FmhaProblem& p, const char* op) {
   check_segments(p.q_segment, p.q_segments, kMaxQuerySegments, p.q_rows, op, "query");
   check_segments(p.kv_segment, p.kv_segments, kMaxKvSegments, p.kv_rows, op, "key");
   TL_REQUIRE(query_tiles(p) < (int64_t(1) << 31), op, ": too many query rows");
+  TL_REQUIRE(p.kv_splits >= 1 && p.kv_splits <= kMaxKvSplits, op, ": kv_splits must be in 1 .. ", kMaxKvSplits,
+             " (got ", p.kv_splits, ")");
+  if (p.kv_splits > 1) {
+    TL_REQUIRE(p.partial_o != nullptr && p.partial_lse != nullptr && aligned16(p.partial_o), op,
+               ": a split over the keys needs its fp32 workspaces (partial_o 16-byte aligned)");
+    // The merge writes every query row of the tensor.
+    TL_REQUIRE(p.q_segments == 1 && p.q_segment[0].row == 0 && p.q_segment[0].rows == p.q_rows, op,
+               ": a split over the keys needs one query segment covering all rows");
+  }
   if (p.q_rows > 0) {
     TL_REQUIRE(p.q != nullptr && p.o != nullptr, op, ": q and out must be device pointers");
     TL_REQUIRE(aligned16(p.q) && aligned16(p.o), op, ": q and out must be 16-byte aligned");
@@ -111,7 +139,31 @@ void attention_forward(const AttentionArgs& a, cudaStream_t stream) {
   p.kv_segments = a.kv_len > 0 ? 1 : 0;
   p.kv_segment[0] = {0, a.kv_len, 0};
   attention::check_problem(p, kOp);
-  attention::launch_fmha(p, attention::NoKvWait{}, stream);
+  // Few work items and long keys: split the keys (the partial results go to stream-ordered
+  // workspaces, freed on the stream after the merge).
+  int device = 0;
+  TL_CUDA_CHECK(cudaGetDevice(&device));
+  const int64_t work = attention::query_tiles(p) * p.q_heads * p.batch;
+  // The keys the longest item sees: with a causal mask, up to the last query's position.
+  const int64_t visible = a.causal ? std::clamp<int64_t>(a.q_position0 + a.q_len, 0, a.kv_len) : a.kv_len;
+  p.kv_splits = attention::kv_splits_for(work, (visible + attention::kBlockN - 1) / attention::kBlockN,
+                                         gemm::detail::device_sm_count(device), p.causal);
+  if (p.kv_splits == 1) {
+    attention::launch_fmha(p, attention::NoKvWait{}, stream);
+    return;
+  }
+  void* workspace = nullptr;
+  const int64_t o_bytes = attention::partial_o_bytes(p);
+  TL_CUDA_CHECK(cudaMallocAsync(&workspace, size_t(o_bytes + attention::partial_lse_bytes(p)), stream));
+  p.partial_o = static_cast<float*>(workspace);
+  p.partial_lse = reinterpret_cast<float*>(static_cast<char*>(workspace) + o_bytes);
+  try {
+    attention::launch_fmha(p, attention::NoKvWait{}, stream);
+  } catch (...) {
+    cudaFreeAsync(workspace, stream);
+    throw;
+  }
+  TL_CUDA_CHECK(cudaFreeAsync(workspace, stream));
 }
 
 }  // namespace tilelink

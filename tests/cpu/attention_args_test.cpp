@@ -2,6 +2,7 @@
 // anything is launched, and how query tiles are counted over segments. No GPU needed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -106,6 +107,53 @@ TEST(AttentionProblem, QueryTilesAreCountedPerSegment) {
   EXPECT_EQ(attention::query_tiles(zigzag_problem(2, 128)), 2);
   auto p = zigzag_problem(2, 0);
   EXPECT_EQ(attention::query_tiles(p), 0);
+}
+
+TEST(AttentionSplits, ManyItemsOrShortKeysAreNotSplit) {
+  EXPECT_EQ(attention::kv_splits_for(132, 1000, 132, false), 1);   // one full wave
+  EXPECT_EQ(attention::kv_splits_for(5000, 1000, 132, false), 1);  // 38 waves: a split gains < 5%
+  EXPECT_EQ(attention::kv_splits_for(4, 2 * attention::kMinKvTilesPerSplit - 1, 132, false), 1);
+  EXPECT_EQ(attention::kv_splits_for(0, 1000, 132, false), 1);
+  EXPECT_EQ(attention::kv_splits_for(150, 1000, 132, true), 1);  // causal: longest first fills the tail
+}
+
+TEST(AttentionSplits, FewItemsWithLongKeysAreSplitToFillTheWaves) {
+  // 18 items on 132 SMs: 7 splits make 126 units, one wave of 1/7 the length; more splits gain
+  // under 5% (the least cost is 4 waves of 1/29).
+  EXPECT_EQ(attention::kv_splits_for(18, 123, 132, false), 7);
+  EXPECT_EQ(attention::kv_splits_for(18, 123, 132, true), 7);
+  // One item: about as many splits as allowed, capped by the keys (8 tiles per split) and the
+  // maximum (31 of 32: within 5% of the best).
+  EXPECT_EQ(attention::kv_splits_for(1, 40, 132, false), 5);
+  EXPECT_EQ(attention::kv_splits_for(1, 100000, 132, false), attention::kMaxKvSplits - 1);
+  // 100 items: 2 .. 4 splits gain nothing (4 waves of 1/4 is one wave's time); 5, the most the
+  // workspace bound allows, makes 4 waves of 1/5.
+  EXPECT_EQ(attention::kv_splits_for(100, 1000, 132, false), 5);
+  // 150 equal items: 2 waves, the second nearly empty; 3 splits make 4 waves of 1/3.
+  EXPECT_EQ(attention::kv_splits_for(150, 1000, 132, false), 3);
+}
+
+TEST(AttentionSplits, TheChoiceIsWithinFivePercentOfTheBestAndNeverSlowerThanNoSplit) {
+  auto cost = [](int64_t work, int64_t s, int sms) { return double((work * s + sms - 1) / sms) / double(s); };
+  for (int sms : {78, 114, 132}) {
+    for (int64_t work = 1; work < 6 * sms; work += 7) {
+      for (int64_t tiles : {1, 7, 8, 33, 250, 4096}) {
+        for (bool causal : {false, true}) {
+          const int s = attention::kv_splits_for(work, tiles, sms, causal);
+          ASSERT_GE(s, 1);
+          if (causal && work >= sms) ASSERT_EQ(s, 1);
+          if (s == 1) continue;
+          ASSERT_LE(s, attention::kMaxKvSplits);
+          ASSERT_GE(tiles / s, attention::kMinKvTilesPerSplit) << work << " " << tiles << " " << sms;
+          ASSERT_LE(work * s, int64_t(attention::kMaxUnitsPerSm) * sms);
+          ASSERT_LT(cost(work, s, sms), cost(work, 1, sms)) << work << " " << tiles << " " << sms;
+          const int64_t most = std::min<int64_t>({attention::kMaxKvSplits, tiles / attention::kMinKvTilesPerSplit,
+                                                  attention::kMaxUnitsPerSm * sms / work});
+          for (int64_t t = 2; t <= most; ++t) ASSERT_LE(cost(work, s, sms), 1.05 * cost(work, t, sms));
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -122,7 +122,14 @@ struct FmhaParams {
   float* lse = nullptr;             // [batch, q_heads, q_rows], natural log; may be null
   float scale_log2 = 0.0f;          // softmax scale x log2(e)
   int batch = 0;
-  int total_work = 0;               // query tiles x heads x batch; CTAs stride over them
+  int total_work = 0;               // query tiles x heads x batch
+  // Split over the keys: each work item's key tiles are cut into kv_splits ranges, each a unit of
+  // its own that writes its normalised fp32 output and log-sum-exp (base 2) to partial_o /
+  // partial_lse, [split][batch][q_heads][q_rows](x D); a combine kernel merges them. CTAs stride
+  // over total_work x kv_splits units, the split fastest.
+  int kv_splits = 1;
+  float* partial_o = nullptr;
+  float* partial_lse = nullptr;
   int q_segments = 0, kv_segments = 0;
   Segment q_segment[kMaxQuerySegments];
   int m_block_begin[kMaxQuerySegments + 1];  // prefix sums of each query segment's 128-row tiles
@@ -192,6 +199,19 @@ __device__ int64_t kv_tiles_needed(const P& p, int s, int64_t last_q_position, b
     rows = visible < 0 ? 0 : (visible < rows ? visible : rows);
   }
   return (rows + block_n - 1) / block_n;
+}
+
+template <class P>
+__device__ int64_t kv_tiles_total(const P& p, int64_t last_q_position, bool causal, int block_n) {
+  int64_t tiles = 0;
+  for (int s = 0; s < p.kv_segments; ++s) tiles += kv_tiles_needed(p, s, last_q_position, causal, block_n);
+  return tiles;
+}
+
+// Split `split` of `splits` takes the key tiles [begin, end) of the `tiles` a work item needs.
+__device__ inline void split_range(int64_t tiles, int split, int splits, int64_t& begin, int64_t& end) {
+  begin = tiles * split / splits;
+  end = tiles * (split + 1) / splits;
 }
 
 // One CTA's unit of work: a 128-row query tile of one head of one sequence. Work items are
@@ -273,9 +293,12 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
     Tensor tVsV = v_cta.partition_D(sVt);
     PipelineState state = cutlass::make_producer_start_state<Pipeline>();
     int iteration = 0;
-    for (int w = blockIdx.x; w < p.total_work; w += gridDim.x, ++iteration) {
-      const WorkTile wt = work_tile<kCausal>(p, w);
+    for (int u = blockIdx.x; u < p.total_work * p.kv_splits; u += gridDim.x, ++iteration) {
+      const WorkTile wt = work_tile<kCausal>(p, u / p.kv_splits);
       const int kv_head = wt.head / p.group;
+      int64_t tile_begin, tile_end;  // of the item's key tiles, over all segments
+      split_range(kv_tiles_total(p, wt.last_q_position, kCausal, kBlockN), u % p.kv_splits, p.kv_splits, tile_begin,
+                  tile_end);
       // Q: rows q_row0 .. + 128 (TMA fills rows past the tensor with zeros; they are never
       // stored), once the consumers are done with the previous tile's.
       if (iteration > 0) cutlass::arch::ClusterBarrier::wait(&smem.q_empty, (iteration - 1) & 1);
@@ -284,8 +307,13 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
       cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&smem.q_full, kBlockM * D * sizeof(T));
       copy(p.tma_q.with(smem.q_full), q_cta.partition_S(gQ), tQsQ);
 
-      for (int s = 0; s < p.kv_segments; ++s) {
+      int64_t seg_first = 0;  // index of the segment's first tile in the item's sequence of tiles
+      for (int s = 0; s < p.kv_segments && seg_first < tile_end; ++s) {
         const int64_t tiles = kv_tiles_needed(p, s, wt.last_q_position, kCausal, kBlockN);
+        const int64_t t_begin = tile_begin > seg_first ? tile_begin - seg_first : 0;
+        const int64_t t_end = tile_end - seg_first < tiles ? tile_end - seg_first : tiles;
+        seg_first += tiles;
+        if (t_begin >= t_end) continue;
         const Segment seg = p.kv_segment[s];
         Tensor gK = local_tile(domain_offset(make_coord(seg.row, 0), mK(_, _, kv_head, wt.batch)),
                                Shape<Int<kBlockN>, Int<D>>{}, make_coord(_, 0));  // (N, D, tiles)
@@ -293,7 +321,7 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
                                 Shape<Int<D>, Int<kBlockN>>{}, make_coord(0, _));  // (D, N, tiles)
         Tensor tKgK = k_cta.partition_S(gK);
         Tensor tVgV = v_cta.partition_S(gVt);
-        for (int64_t t = 0; t < tiles; ++t) {
+        for (int64_t t = t_begin; t < t_end; ++t) {
           const int64_t left = seg.rows - t * kBlockN;
           wait.before_kv_tile(s, wt.batch, seg.row + t * kBlockN, left < kBlockN ? left : kBlockN);
           pipe_k.producer_acquire(state);
@@ -362,8 +390,9 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
 
   PipelineState state;
   int iteration = 0;
-  for (int w = blockIdx.x; w < p.total_work; w += gridDim.x, ++iteration) {
-    const WorkTile wt = work_tile<kCausal>(p, w);
+  for (int u = blockIdx.x; u < p.total_work * p.kv_splits; u += gridDim.x, ++iteration) {
+    const int split = u % p.kv_splits;
+    const WorkTile wt = work_tile<kCausal>(p, u / p.kv_splits);
     clear(tOrO);
     float row_max[kRows], row_sum[kRows], correction[kRows];
     int64_t q_position[kRows];
@@ -375,8 +404,10 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
     }
 
     // The key tiles this query tile needs, as one sequence (segment s, tile t of it).
-    int64_t total_tiles = 0;
-    for (int s = 0; s < p.kv_segments; ++s) total_tiles += kv_tiles_needed(p, s, wt.last_q_position, kCausal, kBlockN);
+    // This unit's share of them: tiles [tile_begin, tile_begin + total_tiles) of that sequence.
+    int64_t tile_begin, tile_end;
+    split_range(kv_tiles_total(p, wt.last_q_position, kCausal, kBlockN), split, p.kv_splits, tile_begin, tile_end);
+    const int64_t total_tiles = tile_end - tile_begin;
     int seg_index = 0;
     int64_t seg_tile = 0;
     int64_t seg_tiles = p.kv_segments > 0 ? kv_tiles_needed(p, 0, wt.last_q_position, kCausal, kBlockN) : 0;
@@ -388,8 +419,12 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
         seg_tiles = kv_tiles_needed(p, seg_index, wt.last_q_position, kCausal, kBlockN);
       }
     };
-    while (seg_tiles == 0 && seg_index + 1 < p.kv_segments)
+    // Walk to the first tile of the range (a segment with no tiles is passed over).
+    while (seg_index + 1 < p.kv_segments && seg_tiles <= tile_begin) {
+      tile_begin -= seg_tiles;
       seg_tiles = kv_tiles_needed(p, ++seg_index, wt.last_q_position, kCausal, kBlockN);
+    }
+    seg_tile = tile_begin;
 
     // Masks S (rows past the segment's end; with causal, keys after the query's position), turns
     // it into exp2(S · scale − new max) in place and sets each row's rescale of what came before.
@@ -513,7 +548,8 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
       cutlass::arch::ClusterBarrier::arrive(&smem.q_empty);
     }
 
-    // Normalise, store O and the log-sum-exp.
+    // Normalise, store O and the log-sum-exp (or, for one split of the keys, this split's fp32
+    // output and base-2 log-sum-exp for the combine kernel).
     T* o_base = p.o + int64_t(wt.batch) * p.o_stride[0] + int64_t(wt.head) * p.o_stride[2];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -521,6 +557,15 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       const int row = get<0>(O_coord(r, 0));
       if (row >= wt.q_rows) continue;
+      if (p.kv_splits > 1) {
+        const int64_t index = ((int64_t(split) * p.batch + wt.batch) * p.q_heads + wt.head) * p.q_rows + wt.q_row0 + row;
+        float* o_row = p.partial_o + index * D;
+#pragma unroll
+        for (int c = 0; c < size<1>(O); c += 2)
+          *reinterpret_cast<float2*>(o_row + get<1>(O_coord(r, c))) = make_float2(O(r, c) * inv, O(r, c + 1) * inv);
+        if (lane % 4 == 0) p.partial_lse[index] = sum > 0.0f ? row_max[r] + log2f(sum) : -INFINITY;
+        continue;
+      }
       T* o_row = o_base + (wt.q_row0 + row) * p.o_stride[1];
 #pragma unroll
       for (int c = 0; c < size<1>(O); c += 2) {
@@ -532,6 +577,47 @@ __global__ void __launch_bounds__(384, 1) fmha_forward_kernel(const __grid_const
             sum > 0.0f ? (row_max[r] + log2f(sum)) * 0.69314718055994530942f : -INFINITY;
     }
   }
+}
+
+// Merges the key splits of a split launch: per query row, O = sum_s w_s O_s / sum_s w_s with
+// w_s = 2^(lse_s - max lse), and lse = max + log2(sum_s w_s) (stored in natural log). One warp per
+// row (batch, head, row), each lane D/32 contiguous columns. A row no split saw: zeros, -inf.
+template <class T, int D>
+__global__ void __launch_bounds__(256) fmha_combine_kernel(const __grid_constant__ FmhaParams<T, D> p) {
+  constexpr int kPerLane = D / 32;
+  const int64_t rows = int64_t(p.batch) * p.q_heads * p.q_rows;
+  const int64_t index = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (index >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const int64_t split_stride = rows;
+  float m = -INFINITY;
+  for (int s = 0; s < p.kv_splits; ++s) m = fmaxf(m, p.partial_lse[s * split_stride + index]);
+  float acc[kPerLane] = {};
+  float weights = 0.0f;
+  if (m != -INFINITY) {
+    for (int s = 0; s < p.kv_splits; ++s) {
+      const float lse = p.partial_lse[s * split_stride + index];
+      if (lse == -INFINITY) continue;
+      const float w = exp2_ftz(lse - m);
+      weights += w;
+      const float* o = p.partial_o + (s * split_stride + index) * D + lane * kPerLane;
+#pragma unroll
+      for (int i = 0; i < kPerLane; i += 2) {
+        const float2 v = *reinterpret_cast<const float2*>(o + i);
+        acc[i] = fmaf(w, v.x, acc[i]);
+        acc[i + 1] = fmaf(w, v.y, acc[i + 1]);
+      }
+    }
+  }
+  const float inv = weights > 0.0f ? 1.0f / weights : 0.0f;
+  const int64_t row = index % p.q_rows;
+  const int64_t head = (index / p.q_rows) % p.q_heads;
+  const int64_t batch = index / (int64_t(p.q_rows) * p.q_heads);
+  T* o = p.o + batch * p.o_stride[0] + row * p.o_stride[1] + head * p.o_stride[2] + lane * kPerLane;
+#pragma unroll
+  for (int i = 0; i < kPerLane; i += 2) *reinterpret_cast<uint32_t*>(o + i) = pack2<T>(acc[i] * inv, acc[i + 1] * inv);
+  if (p.lse != nullptr && lane == 0)
+    p.lse[index] = weights > 0.0f ? (m + log2f(weights)) * 0.69314718055994530942f : -INFINITY;
 }
 
 }  // namespace detail

@@ -8,10 +8,7 @@
 
 #include "tilelink/attention/fmha_kernel.cuh"
 #include "tilelink/attention/fmha_problem.hpp"
-
-namespace tilelink::gemm::detail {
-int device_sm_count(int device);  // cached per device (src/gemm/gemm.cpp)
-}
+#include "tilelink/gemm/gemm.hpp"
 
 namespace tilelink::attention {
 namespace detail {
@@ -69,15 +66,27 @@ void launch_fmha_kernel(const FmhaProblem& pr, const KvWait& wait, cudaStream_t 
   for (int s = 0; s < pr.kv_segments; ++s) p.kv_segment[s] = pr.kv_segment[s];
   const int64_t work = int64_t(p.m_block_begin[pr.q_segments]) * pr.q_heads * pr.batch;
   TL_REQUIRE(work < (int64_t(1) << 31), "attention: ", work, " query tiles x heads x batch are too many");
+  const int64_t units = work * pr.kv_splits;
+  TL_REQUIRE(units < (int64_t(1) << 31), "attention: ", units, " work units are too many");
   p.batch = int(pr.batch);
   p.total_work = int(work);
+  p.kv_splits = pr.kv_splits;
+  p.partial_o = pr.partial_o;
+  p.partial_lse = pr.partial_lse;
   int device = 0;
   TL_CUDA_CHECK(cudaGetDevice(&device));
-  const int64_t ctas = std::min<int64_t>(work, pr.max_ctas > 0 ? pr.max_ctas : gemm::detail::device_sm_count(device));
+  const int64_t ctas = std::min<int64_t>(units, pr.max_ctas > 0 ? pr.max_ctas : gemm::detail::device_sm_count(device));
   constexpr auto kernel = detail::fmha_forward_kernel<T, D, Causal, KvWait>;
   detail::allow_smem_once<kernel>(Tr::kSmemBytes);
   kernel<<<unsigned(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, wait);
   TL_CUDA_CHECK(cudaGetLastError());
+  if (pr.kv_splits > 1) {
+    constexpr int kRowsPerBlock = 8;  // one warp per query row
+    const int64_t rows = pr.batch * pr.q_heads * pr.q_rows;
+    detail::fmha_combine_kernel<T, D><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0,
+                                        stream>>>(p);
+    TL_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 }  // namespace tilelink::attention

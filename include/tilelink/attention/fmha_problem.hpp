@@ -43,7 +43,32 @@ struct FmhaProblem {
   Segment q_segment[kMaxQuerySegments];
   Segment kv_segment[kMaxKvSegments];
   int max_ctas = 0;  // the kernel is persistent: at most this many CTAs (0: one per SM)
+  // Split over the keys (kv_splits_for): kv_splits > 1 needs fp32 workspaces partial_o
+  // [kv_splits][batch][q_heads][q_rows][head_dim] and partial_lse [kv_splits][batch][q_heads][q_rows].
+  int kv_splits = 1;
+  float* partial_o = nullptr;
+  float* partial_lse = nullptr;
 };
+
+constexpr int kMaxKvSplits = 32;
+// A split's keys must dwarf its own costs: the Q load, a 64 KiB fp32 epilogue per unit, and the
+// merge reading it back (with 4 tiles, 72 items x 3 splits of a 33 us call ran 40% slower).
+constexpr int kMinKvTilesPerSplit = 8;
+constexpr int kMaxUnitsPerSm = 4;       // bounds the fp32 workspace (64 KiB per unit at d = 128)
+
+// How many ranges to split each work item's keys into, for `work` items (query tiles x heads x
+// batch) of which the longest needs `kv_tiles` key tiles, on `sms` SMs. With equal items the time is
+// the number of waves of units, ceil(work * s / sms), times a unit's length, 1/s: fewer items
+// than SMs leave SMs idle, and a last wave that is nearly empty idles most of them. The rule takes
+// the fewest splits within 5% of the least cost over the splits allowed (at most kMaxKvSplits,
+// kMinKvTilesPerSplit tiles per split, kMaxUnitsPerSm units per SM). Causal items differ in length
+// and are ordered longest first, which already fills the last wave: they are split only when
+// there are fewer of them than SMs.
+int kv_splits_for(int64_t work, int64_t kv_tiles, int sms, bool causal);
+
+// Bytes of the partial_o and partial_lse workspaces a problem with kv_splits > 1 needs.
+int64_t partial_o_bytes(const FmhaProblem& p);
+int64_t partial_lse_bytes(const FmhaProblem& p);
 
 // Throws tilelink::Error naming `op` if the problem is not one the kernel runs (shape, dtype,
 // alignment, strides, segments inside their tensors).

@@ -176,6 +176,9 @@ struct is_gemm_element<__half> : std::true_type {};
 void prepare_kernels();
 
 namespace detail {
+// The device's SM count, queried once per device (any kernel sizing a persistent grid uses it).
+int device_sm_count(int device);
+
 using KernelSetup = void (*)(int device);
 // Adds a kernel's setup to the list prepare_kernels runs (TILELINK_GEMM_INSTANTIATE does this).
 bool register_kernel_setup(KernelSetup setup);

@@ -118,7 +118,11 @@ TEST_P(Attention, MatchesAnFp32Reference) {
       {3, 1000, 1000, 6, 2, true, 0, true, 0},       // heads-major inputs, padded output heads
       {1, 640, 1031, 2, 2, false, 0, true, 0.35f},   // explicit scale
       {2, 256, 0, 2, 1, false, 0, false, 0},         // no keys: zeros, lse = -inf
-      {1, 2048, 2048, 4, 4, true, 0, false, 0},
+      {1, 2048, 2048, 4, 4, true, 0, false, 0},     // 64 items on the GPU: keys split in 2
+      // Few items, long keys: split over the keys and merged (the reference holds <= 12k keys).
+      {1, 349, 12000, 2, 2, false, 0, false, 0},
+      {2, 100, 9000, 3, 1, true, 9000 - 100, true, 0},  // bottom-right causal, heads-major
+      {1, 3000, 3000, 1, 1, true, -50, false, 0},       // 3 splits; early items' splits see no key
   };
   for (size_t i = 0; i < cases.size(); ++i) run_case(cases[i], dt, d, mix_seed(seed, i), stream);
   TL_CUDA_CHECK(cudaStreamDestroy(stream));
