@@ -4,10 +4,10 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 
 #include "tilelink/attention/fmha_kernel.cuh"
 #include "tilelink/attention/fmha_problem.hpp"
+#include "tilelink/core/kernel_smem.hpp"
 #include "tilelink/gemm/gemm.hpp"
 
 namespace tilelink::attention {
@@ -16,19 +16,16 @@ namespace detail {
 template <DType Dt>
 using ElementOf = std::conditional_t<Dt == DType::bf16, cutlass::bfloat16_t, cutlass::half_t>;
 
-// The kernel needs more than 48 KiB of shared memory, which is allowed per device (a function
-// attribute belongs to one device's context): once per device and kernel (the cache is per
-// instantiation of this function, so it is keyed by the kernel itself, not by its type).
-template <auto kernel>
-void allow_smem_once(int bytes) {
-  static std::atomic<bool> allowed[64];
-  int device = 0;
-  TL_CUDA_CHECK(cudaGetDevice(&device));
-  const bool cached = device >= 0 && device < 64;
-  if (cached && allowed[device].load()) return;
-  TL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  if (cached) allowed[device].store(true);
+// The kernels need more than 48 KiB of shared memory (core/kernel_smem.hpp): raised for both masks
+// of an instantiation when a Context is created, and at a launch on a device not yet prepared.
+template <DType Dt, int D, class KvWait>
+void allow_fmha_smem(int device) {
+  using Tr = FmhaTraits<ElementOf<Dt>, D>;
+  tilelink::detail::allow_dynamic_smem<fmha_forward_kernel<ElementOf<Dt>, D, false, KvWait>>(device, Tr::kSmemBytes);
+  tilelink::detail::allow_dynamic_smem<fmha_forward_kernel<ElementOf<Dt>, D, true, KvWait>>(device, Tr::kSmemBytes);
 }
+template <DType Dt, int D, class KvWait>
+const bool fmha_setup_registered = gemm::detail::register_kernel_setup(&allow_fmha_smem<Dt, D, KvWait>);
 
 }  // namespace detail
 
@@ -77,7 +74,7 @@ void launch_fmha_kernel(const FmhaProblem& pr, const KvWait& wait, cudaStream_t 
   TL_CUDA_CHECK(cudaGetDevice(&device));
   const int64_t ctas = std::min<int64_t>(units, pr.max_ctas > 0 ? pr.max_ctas : gemm::detail::device_sm_count(device));
   constexpr auto kernel = detail::fmha_forward_kernel<T, D, Causal, KvWait>;
-  detail::allow_smem_once<kernel>(Tr::kSmemBytes);
+  tilelink::detail::allow_dynamic_smem<kernel>(device, Tr::kSmemBytes);
   kernel<<<unsigned(ctas), Tr::kThreads, Tr::kSmemBytes, stream>>>(p, wait);
   TL_CUDA_CHECK(cudaGetLastError());
   if (pr.kv_splits > 1) {
@@ -92,6 +89,7 @@ void launch_fmha_kernel(const FmhaProblem& pr, const KvWait& wait, cudaStream_t 
 }  // namespace tilelink::attention
 
 #define TILELINK_FMHA_INSTANTIATE(DTYPE, HEAD_DIM, HOOK)                                                           \
+  template const bool tilelink::attention::detail::fmha_setup_registered<DTYPE, HEAD_DIM, HOOK>;                   \
   template void tilelink::attention::launch_fmha_kernel<DTYPE, HEAD_DIM, false, HOOK>(                            \
       const tilelink::attention::FmhaProblem&, const HOOK&, cudaStream_t);                                         \
   template void tilelink::attention::launch_fmha_kernel<DTYPE, HEAD_DIM, true, HOOK>(                             \

@@ -9,7 +9,6 @@
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "ops/allgather_ll/allgather_ll_call.hpp"
@@ -17,6 +16,7 @@
 #include "ops/common/uniform_check.hpp"
 #include "ops/flash_decode/decode_kernels.cuh"
 #include "ops/flash_decode/decode_mma.cuh"
+#include "tilelink/core/kernel_smem.hpp"
 #include "tilelink/gemm/gemm.hpp"
 
 namespace tilelink {
@@ -52,20 +52,14 @@ void validate(const Context& ctx, const FlashDecodeArgs& a, const FlashDecodeOpt
   TL_REQUIRE(o.splits >= 0, kOp, ": splits must be >= 0");
 }
 
-// The partial kernel needs more than 48 KiB of shared memory, which a kernel is allowed per device
-// (a function attribute belongs to one device's context): allowed on every device a Context is
-// made on (with the GEMM kernels' one-time setup, which may wait for the device), and at a launch
-// on a device that was not prepared. Allowing it once per process left an in-process rank on a
-// second GPU launching with no permission (cudaErrorInvalidValue).
+// The partial kernel needs more than 48 KiB of shared memory (core/kernel_smem.hpp): allowed on
+// every device a Context is made on, and at a launch on a device that was not prepared. Allowing
+// it once per process left an in-process rank on a second GPU launching with no permission
+// (cudaErrorInvalidValue).
 template <class T, int D>
 void allow_partial_smem(int device) {
-  static std::atomic<bool> allowed[64];
-  const bool cached = device >= 0 && device < 64;
-  if (cached && allowed[device].load()) return;
-  TL_CUDA_CHECK(cudaFuncSetAttribute(ops::decode::decode_partial_mma_kernel<T, D>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(sizeof(ops::decode::MmaSmem<D>))));
-  if (cached) allowed[device].store(true);
+  tilelink::detail::allow_dynamic_smem<ops::decode::decode_partial_mma_kernel<T, D>>(
+      device, int(sizeof(ops::decode::MmaSmem<D>)));
 }
 
 void allow_partial_smem_every_kernel(int device) {
