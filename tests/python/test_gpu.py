@@ -177,9 +177,11 @@ def test_graph_capture_replays(world):
     static = {name: rand((m, k), dt, seed + 17 * i + r) for i, (name, (m, n, k)) in enumerate(shapes.items())}
     weights = {name: rand((n, k), dt, seed + 1000 + 17 * i + r) for i, (name, (m, n, k)) in enumerate(shapes.items())}
     # Attention: a few query tiles over long keys (the keys are split, with a stream-ordered
-    # workspace allocated inside the capture).
+    # workspace allocated inside the capture), and sequence-parallel attention (zig-zag, causal).
     static["attn"] = rand((1, 200, 2, 128), dt, seed + 91 + r)
     weights["attn"] = rand((2, 1, 6000, 2, 128), dt, seed + 1091 + r)
+    static["sp"] = rand((1, 64, 4, 64), dt, seed + 93 + r)
+    weights["sp"] = rand((2, 1, 64, 2, 64), dt, seed + 1093 + r)
 
     def block():
         return (tilelink.ag_gemm(static["ag"], weights["ag"], path="fused"),
@@ -187,7 +189,8 @@ def test_graph_capture_replays(world):
                 tilelink.gemm_ar(static["ar"], weights["ar"]),
                 tilelink.ag_gemm(static["ag"], weights["ag"]),
                 *tilelink.attention(static["attn"], weights["attn"][0], weights["attn"][1], causal=True,
-                                    q_position0=6000 - 200))
+                                    q_position0=6000 - 200),
+                *tilelink.sp_attention(static["sp"], weights["sp"][0], weights["sp"][1], causal=True))
 
     sets = [{name: rand(t.shape, dt, seed + 5000 + 31 * s + 7 * i + r) for i, (name, t) in enumerate(static.items())}
             for s in range(3)]

@@ -162,12 +162,23 @@ static void sp_attention_enqueue(Context& ctx, const SpAttentionArgs& a, const S
 
   const bool capturing = ctx.capturing();
   const CommEngine engine = capturing ? CommEngine::sm : o.engine;
-  const int comm_sms = engine == CommEngine::sm ? (o.comm_sms ? o.comm_sms : std::clamp(ctx.sm_count() / 16, 1, 8)) : 0;
+  const int sm_comm = o.comm_sms ? o.comm_sms : std::clamp(ctx.sm_count() / 16, 1, 8);  // gather blocks on SMs
+  const int comm_sms = engine == CommEngine::sm ? sm_comm : 0;
   const auto map = tile::RowChunkMapping::make(
       int32_t(rows_per_rank),
       o.chunk_rows ? o.chunk_rows : default_chunk_rows(rows_per_rank, engine, comm_sms, w), w);
-  // Slots: "ready" per rank, then K's chunks, then V's.
-  uint64_t* signals = ctx.signal_workspace("sp_attention.signals", w + 2 * map.num_tiles());
+  // Slots: "ready" per rank, then K's chunks, then V's. A captured call gathers on SMs, whose
+  // chunks may be more than the copy engine's: the slots are sized for either engine, so that a
+  // capture after a first uncaptured call of the shape finds them allocated (allocating them is a
+  // host collective, which a capture refuses).
+  int64_t slot_tiles = map.num_tiles();
+  if (o.chunk_rows == 0) {
+    slot_tiles = std::max<int64_t>(
+        slot_tiles, tile::RowChunkMapping::make(int32_t(rows_per_rank),
+                                                default_chunk_rows(rows_per_rank, CommEngine::sm, sm_comm, w), w)
+                        .num_tiles());
+  }
+  uint64_t* signals = ctx.signal_workspace("sp_attention.signals", w + 2 * slot_tiles);
   uint64_t* ready = signals;
   uint64_t* k_sig = signals + w;
   uint64_t* v_sig = k_sig + map.num_tiles();

@@ -3,7 +3,7 @@
 // calls always gather on SMs, and the automatic path on ranks sharing a GPU gathers on the copy
 // engines when not captured),
 // gemm_rs (ring pull, full-mesh push), gemm_ar (two-shot, automatic), allgather_ll, flash_decode,
-// ag_moe, moe_rs — into one graph, then
+// sp_attention, ag_moe, moe_rs — into one graph, then
 // replays it 100 times, each time on fresh inputs (one of several random sets, copied into the
 // captured input buffers) with the outputs poisoned with NaN first. Every replay's every output
 // must equal, bitwise, the same call made without a graph on the same inputs. Calls made without
@@ -20,6 +20,7 @@
 
 #include "gpu/common/gpu_test.hpp"
 #include "gpu/ops/op_cases.hpp"
+#include "tilelink/ops/sp_attention/sp_attention.hpp"
 
 namespace tt = tilelink::test;
 using tilelink::Context;
@@ -129,6 +130,26 @@ std::vector<Call> make_calls(int w) {
     calls.push_back(std::move(c));
   }
   reduce("gemm_ar auto", {true, RsAlgo::ring, CommMode::pull, ArAlgo::automatic, OpPath::automatic}, 96);
+  {
+    // q is the varying input; b holds this rank's K then V (zig-zag shards, causal).
+    constexpr int64_t kLocal = 64, kHeads = 4, kKvHeads = 2, kDim = 64, kKv = kLocal * kKvHeads * kDim;
+    Call c;
+    c.name = "sp_attention";
+    c.a_elems = kLocal * kHeads * kDim;
+    c.b_elems = 2 * kKv;
+    c.c_elems = c.a_elems;
+    c.run = [](Context& ctx, const void* a, const void* b, void* out, cudaStream_t s) {
+      SpAttentionOptions o;
+      o.stream = s;
+      const auto* kv = static_cast<const char*>(b);
+      SpAttentionArgs args;
+      args.q = a, args.k = kv, args.v = kv + kKv * 2, args.out = out;
+      args.batch = 1, args.local_len = kLocal, args.q_heads = kHeads, args.kv_heads = kKvHeads, args.head_dim = kDim;
+      args.causal = true;
+      sp_attention(ctx, args, o);
+    };
+    calls.push_back(std::move(c));
+  }
   // The MoE ops: b holds the weights, then the routing (the same on every rank), which setup writes.
   constexpr int32_t kExperts = 8, kTopk = 2;
   constexpr int64_t kTokensPerRank = 24, kHidden = 128, kInter = 64;
