@@ -339,7 +339,7 @@ Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
 
 }  // namespace
 
-GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed) {
+GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
   const GemmShape s = packed(shape);
   int sms = sm_budget;
   if (sms <= 0) {
@@ -359,11 +359,21 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     if (cand.score > best.score + 1e-9) best = cand;
   }
   TL_REQUIRE(best.score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
-  // Raster and swizzle: the sweep's most robust setting per kernel (geometric mean and worst case
-  // over the reference shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80
-  // worst), except the 1x2-cluster ping-pong, which prefers along_m (0.978 mean).
   GemmPlan plan = best.plan;
   const GemmConfigInfo& chosen = config_info(plan.config);
+  if (use == PlanUse::plain) {
+    // Walk the shorter tile dimension first: a wave then holds every tile that shares a slice of
+    // the larger operand, which is read from memory once. Swizzle 1: wider groups lost up to
+    // half the speed on some random shapes and won little on the others (docs/PERF.md).
+    const KernelDims d = kernel_dims(s, chosen);
+    const int64_t tiles_m = (d.m + chosen.tile_m - 1) / chosen.tile_m, tiles_n = (d.n + chosen.tile_n - 1) / chosen.tile_n;
+    plan.raster = tiles_n > tiles_m ? Raster::along_m : Raster::along_n;
+    plan.swizzle = 1;
+    return plan;
+  }
+  // Fused ops: the sweep's most robust setting per kernel (geometric mean and worst case over the
+  // reference shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80 worst),
+  // except the 1x2-cluster ping-pong, which prefers along_m (0.978 mean).
   plan.raster = chosen.schedule == GemmSchedule::pp && chosen.cluster_n > 1 ? Raster::along_m : Raster::along_n;
   // One row of clusters (decode-sized M): swizzle 2 left half the persistent grid idle there
   // (M = 256, pp_128x128_c2x1: 0.61x cuBLAS with swizzle 2, 0.93x with 1). Split and stream-K
@@ -453,7 +463,7 @@ LaunchWorkspace::~LaunchWorkspace() {
 // ---- run-time dtype entry point ----------------------------------------------------------
 void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, const GemmPlan* plan,
           int sm_budget, cudaStream_t stream) {
-  const GemmPlan p = plan ? *plan : choose_config(shape, dtype, sm_budget, kPlainConfigMask);
+  const GemmPlan p = plan ? *plan : choose_config(shape, dtype, sm_budget, kPlainConfigMask, PlanUse::plain);
   switch (dtype) {
     case DType::bf16: {
       GemmArgs<__nv_bfloat16> a{static_cast<const __nv_bfloat16*>(A), static_cast<const __nv_bfloat16*>(B),

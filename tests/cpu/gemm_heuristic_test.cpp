@@ -56,7 +56,7 @@ TEST(GemmHeuristic, SmallerSmBudgetStillFindsAConfig) {
 // The plain GEMM (lib + plain configs) on short grids: few output tiles and deep K split K
 // across idle SMs; a few rows swap operands so the 128-row MMA tiles hold weight rows.
 g::GemmPlan plain(int64_t m, int64_t n, int64_t k, int sms = 132) {
-  return g::choose_config(g::packed({m, n, k}), DType::bf16, sms, g::kPlainConfigMask);
+  return g::choose_config(g::packed({m, n, k}), DType::bf16, sms, g::kPlainConfigMask, g::PlanUse::plain);
 }
 
 TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
@@ -108,6 +108,38 @@ TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
           EXPECT_LE(units * p.splits, sms / (c.cluster_m * c.cluster_n)) << m << "x" << n << "x" << k;
         }
   EXPECT_GT(splits_seen, 10);
+}
+
+// A plain GEMM walks the shorter side of its tile grid first, so the tiles that share a slice of
+// the larger operand run in one wave (mid-sized M on wide N: B read once, not once per row of
+// tiles); the fused ops keep their measured order whatever the grid.
+TEST(GemmHeuristic, PlainGemmWalksTheShorterTileDimensionFirst) {
+  int along_m = 0, along_n = 0;
+  for (int64_t m : {1, 7, 64, 300, 1000, 4000, 16000})
+    for (int64_t n : {256, 1000, 4096, 22000})
+      for (int64_t k : {512, 4096, 20000}) {
+        const g::GemmPlan p = plain(m, n, k);
+        const auto& c = g::config_info(p.config);
+        const bool ba = c.operands == g::GemmOperands::ba;
+        const int64_t km = ba ? n : m, kn = ba ? m : n;
+        const int64_t tiles_m = (km + c.tile_m - 1) / c.tile_m, tiles_n = (kn + c.tile_n - 1) / c.tile_n;
+        EXPECT_EQ(p.raster, tiles_n > tiles_m ? g::Raster::along_m : g::Raster::along_n) << m << "x" << n << "x" << k;
+        EXPECT_EQ(p.swizzle, 1) << m << "x" << n << "x" << k;
+        (p.raster == g::Raster::along_m ? along_m : along_n) += 1;
+        // The same shape for a fused op: the config and division do not depend on the use.
+        const g::GemmPlan f = g::choose_config(g::packed({m, n, k}), DType::bf16, 132, g::kPlainConfigMask);
+        EXPECT_EQ(f.config, p.config);
+        EXPECT_EQ(f.decomposition, p.decomposition);
+        EXPECT_EQ(f.splits, p.splits);
+      }
+  EXPECT_GT(along_m, 10);
+  EXPECT_GT(along_n, 10);
+  // 346 x 22112: 3 rows of 87 tiles; along N, a wave held two rows and B was read twice.
+  EXPECT_EQ(plain(346, 22112, 14160).raster, g::Raster::along_m);
+  EXPECT_EQ(plain(8192, 3584, 8192).raster, g::Raster::along_n);
+  const g::GemmPlan fused = plan(346, 22112, 14160);
+  EXPECT_EQ(fused.raster, g::Raster::along_n);
+  EXPECT_EQ(fused.swizzle, 2);
 }
 
 TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {

@@ -10,8 +10,10 @@
 //                                       printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (sweep subset)  --sets N (input buffer sets, >= 2)  --sm-budget N
-//        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only)
-//        --divisions (with --sweep-random: every plain config at each work division too)
+//        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only, in their order)
+//        --fused-order (the plain GEMM's configs in the fused ops' tile order)
+//        --divisions (every lib config, and every plain config at each work division, too)
+//        --orders (every config at its rule's division in each raster x swizzle 1/2/4, too)
 //        --no-overlap (plain launches without programmatic dependent launch)
 //
 // Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
@@ -244,13 +246,26 @@ std::vector<double> measure(Timer& t, const std::vector<Launch>& cands, int samp
 
 double tflops(const BenchShape& s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 1e-3) / 1e12; }
 
+std::string plan_str(const GemmPlan& p) {
+  char buf[128];
+  if (p.decomposition == Decomposition::split_k)
+    snprintf(buf, sizeof buf, "%s/%s/sw%d/split%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
+  else if (p.decomposition == Decomposition::split_k_reduce)
+    snprintf(buf, sizeof buf, "%s/%s/sw%d/reduce%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
+  else if (p.decomposition == Decomposition::stream_k)
+    snprintf(buf, sizeof buf, "%s/%s/sw%d/streamk", config_name(p.config), raster_name(p.raster), p.swizzle);
+  else
+    snprintf(buf, sizeof buf, "%s/%s/sw%d", config_name(p.config), raster_name(p.raster), p.swizzle);
+  return buf;
+}
+
 struct Csv {
   FILE* f = nullptr;
   explicit Csv(const std::string& path) {
     if (!path.empty()) {
       f = std::fopen(path.c_str(), "w");
       TL_REQUIRE(f != nullptr, "gemm bench: cannot open ", path);
-      std::fprintf(f, "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio\n");
+      std::fprintf(f, "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio,plan\n");
     }
   }
   ~Csv() {
@@ -258,9 +273,9 @@ struct Csv {
   }
   void row(const char* mode, const BenchShape& s, const GemmPlan& p, double ms, double cms) {
     if (!f) return;
-    std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f\n", mode, s.group.c_str(),
+    std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f,%s\n", mode, s.group.c_str(),
                  (long long)s.M, (long long)s.N, (long long)s.K, config_name(p.config), raster_name(p.raster),
-                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms);
+                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms, plan_str(p).c_str());
     std::fflush(f);
   }
 };
@@ -288,18 +303,6 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
   return buf;
 }
 
-std::string plan_str(const GemmPlan& p) {
-  char buf[128];
-  if (p.decomposition == Decomposition::split_k)
-    snprintf(buf, sizeof buf, "%s/%s/sw%d/split%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
-  else if (p.decomposition == Decomposition::split_k_reduce)
-    snprintf(buf, sizeof buf, "%s/%s/sw%d/reduce%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
-  else if (p.decomposition == Decomposition::stream_k)
-    snprintf(buf, sizeof buf, "%s/%s/sw%d/streamk", config_name(p.config), raster_name(p.raster), p.swizzle);
-  else
-    snprintf(buf, sizeof buf, "%s/%s/sw%d", config_name(p.config), raster_name(p.raster), p.swizzle);
-  return buf;
-}
 
 int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<BenchShape> shapes;
@@ -321,6 +324,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   const bool do_check = !args.has("no-check");
   // The plain GEMM chooses among lib + plain; --lib-only: the set the fused ops' kernels have.
   const uint64_t mask = args.has("lib-only") ? kLibConfigMask : kPlainConfigMask;
+  // --fused-order: the plain set in the fused ops' tile order (measures the plain order rule).
+  const PlanUse use = args.has("lib-only") || args.has("fused-order") ? PlanUse::fused_op : PlanUse::plain;
   Csv csv(args.get("csv", ""));
 
   cudaStream_t st;
@@ -360,7 +365,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<double> ratios;
   for (const auto& s : shapes) {
     Buffers b(s, sets);
-    const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask);
+    const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
     std::string chk = "skipped";
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
     const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
@@ -456,9 +461,9 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   }
 
   // ---- 2b. work divisions of the plain configs ------------------------------------------------
-  // Each `plain` config data-parallel, split 2/4/8/16 ways (where K allows >= 256 per slice),
-  // split 4/8/16 ways with a separate sum (where K divides) and stream-K, against cuBLAS: the
-  // table the split rules and the plain priors are fitted to.
+  // Each `lib` config data-parallel; each `plain` config data-parallel, split 2/4/8/16 ways
+  // (where K allows >= 256 per slice), split 2-16 ways with a separate sum (where K divides) and
+  // stream-K, against cuBLAS: the table the split rules and the plain priors are fitted to.
   if (args.has("divisions")) {
     std::printf("\n== work divisions of the plain configs (%d samples each, paired with cuBLAS) ==\n", sweep_samples);
     std::fflush(stdout);
@@ -467,16 +472,20 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       std::vector<GemmPlan> plans;
       for (int i = 0; i < kNumGemmConfigs; ++i) {
         const GemmConfig c = static_cast<GemmConfig>(i);
+        // The lib configs as the heuristic would run them alone (its raster and swizzle).
+        if (config_info(c).set == GemmConfigSet::lib && (mask >> i & 1u))
+          plans.push_back(
+              choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i, use));
         if (config_info(c).set != GemmConfigSet::plain) continue;
         plans.push_back(GemmPlan{c});
         for (int sp : {2, 4, 8, 16})
           if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
-        for (int sp : {4, 8, 16})
+        for (int sp = 2; sp <= 16; ++sp)
           if (s.K / sp >= 256 && s.K % (8 * sp) == 0)
             plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, sp});
         plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
       }
-      const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask);
+      const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
       std::printf("  %lldx%lldx%lld chosen %s:", (long long)s.M, (long long)s.N, (long long)s.K,
                   plan_str(chosen).c_str());
       double best = 0;
@@ -493,6 +502,40 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         if (r > best) best = r, best_plan = p;
       }
       std::printf("\nbest division %lldx%lldx%lld: %s %.3f\n", (long long)s.M, (long long)s.N, (long long)s.K,
+                  plan_str(best_plan).c_str(), best);
+      std::fflush(stdout);
+    }
+  }
+
+  // ---- 2c. tile orders ------------------------------------------------------------------------
+  // Every allowed config at the work division the rule gives it alone, in each raster and
+  // swizzle (1, 2, 4), against cuBLAS: the table the tile-order rule is fitted to.
+  if (args.has("orders")) {
+    std::printf("\n== tile orders of every config (%d samples each, paired with cuBLAS) ==\n", sweep_samples);
+    std::fflush(stdout);
+    for (const auto& s : shapes) {
+      Buffers b(s, sets);
+      double best = 0;
+      GemmPlan best_plan{};
+      std::printf("  %lldx%lldx%lld:", (long long)s.M, (long long)s.N, (long long)s.K);
+      for (int i = 0; i < kNumGemmConfigs; ++i) {
+        if (!(mask >> i & 1u)) continue;
+        const GemmPlan base =
+            choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i);
+        for (Raster r : {Raster::along_n, Raster::along_m}) {
+          for (int sw : {1, 2, 4}) {
+            GemmPlan p = base;
+            p.raster = r;
+            p.swizzle = sw;
+            const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
+            const double ratio = med[1] / med[0];
+            std::printf(" %s=%.3f", plan_str(p).c_str(), ratio);
+            csv.row("order", s, p, med[0], med[1]);
+            if (ratio > best) best = ratio, best_plan = p;
+          }
+        }
+      }
+      std::printf("\nbest order %lldx%lldx%lld: %s %.3f\n", (long long)s.M, (long long)s.N, (long long)s.K,
                   plan_str(best_plan).c_str(), best);
       std::fflush(stdout);
     }

@@ -123,10 +123,18 @@ inline constexpr uint64_t kLibConfigMask = config_mask_of(GemmConfigSet::lib);
 inline constexpr uint64_t kPlainConfigMask = kLibConfigMask | config_mask_of(GemmConfigSet::plain);
 static_assert(kNumGemmConfigs <= 64, "config masks are 64-bit");
 
+// Who runs the plan. A fused op's kernel consumes and publishes rows of tiles through its hooks,
+// so its tile order is also the order of the overlap: fused_op keeps the order the ops were
+// measured with (along N, swizzle 2). A plain GEMM takes the order that is fastest alone: along
+// the shorter of the two tile dimensions, so the tiles sharing the larger operand's slice run in
+// the same wave and that operand is read from memory once (CUTLASS's own raster rule), swizzle 1.
+enum class PlanUse : uint8_t { fused_op, plain };
+
 // The documented heuristic (docs/GEMM.md): picks a config among `allowed` (default: the `lib`
 // set), its work division, raster and swizzle for the shape. sm_budget <= 0 means the whole
 // device. Pure given sm_budget > 0 (no device query); CPU-tested.
-GemmPlan choose_config(const GemmShape& shape, DType dtype, int sm_budget, uint64_t allowed = kLibConfigMask);
+GemmPlan choose_config(const GemmShape& shape, DType dtype, int sm_budget, uint64_t allowed = kLibConfigMask,
+                       PlanUse use = PlanUse::fused_op);
 
 // Throws tilelink::Error (naming the problem) if the operands cannot be run: N or K not a
 // multiple of 8, a leading dimension too small or not a multiple of 8, a pointer not 16-byte
@@ -268,7 +276,7 @@ void run_gemm_among(const GemmArgs<Element>& args, const Hooks& hooks, const Gem
 }
 
 // Plain GEMM through the library instantiations (NoHooks), dtype chosen at run time.
-// `plan == nullptr` uses choose_config among lib + plain (kPlainConfigMask).
+// `plan == nullptr` uses choose_config among lib + plain (kPlainConfigMask, PlanUse::plain).
 void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape,
           const GemmPlan* plan, int sm_budget, cudaStream_t stream);
 

@@ -87,7 +87,8 @@ std::vector<GemmConfig> configs_of(GemmConfigSet set) {
 std::vector<GemmConfig> lib_configs() { return configs_of(GemmConfigSet::lib); }
 
 // Every work division a plain config runs: whole tiles, K split 2, 3 and 7 ways (uneven
-// slices when K / 64 is not a multiple), stream-K.
+// slices when K / 64 is not a multiple), stream-K, K split with a separate sum; each division
+// also along M (the plain GEMM's order when its tile grid is wider than tall).
 std::vector<GemmPlan> plain_plans() {
   std::vector<GemmPlan> v;
   for (GemmConfig c : configs_of(GemmConfigSet::plain)) {
@@ -95,6 +96,10 @@ std::vector<GemmPlan> plain_plans() {
     for (int splits : {2, 3, 7}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, splits});
     v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
     for (int splits : {2, 3, 5, 9}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, splits});
+    v.push_back(GemmPlan{c, Raster::along_m, 1});
+    v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::split_k, 3});
+    v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::stream_k, 1});
+    v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::split_k_reduce, 5});
   }
   return v;
 }
@@ -218,7 +223,8 @@ TEST(Gemm, PlainLaunchReadsWhatThePreviousKernelWrote) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   for (const Case& cs : {Case{5, 2048, 4096}, Case{1000, 1376, 2048}}) {
     Problem<__nv_bfloat16> p(cs, 0, seed);  // the reference is for these inputs
-    for (const GemmPlan& plan : {choose_config(p.s, DType::bf16, 0, kPlainConfigMask), GemmPlan{GemmConfig::pp_128x128_c2x1}}) {
+    const GemmPlan chosen = choose_config(p.s, DType::bf16, 0, kPlainConfigMask, PlanUse::plain);
+    for (const GemmPlan& plan : {chosen, GemmPlan{GemmConfig::pp_128x128_c2x1}}) {
       fill_random<__nv_bfloat16><<<256, 256>>>(p.A.ptr, p.s.M, p.s.K, p.s.lda, seed + 1, 0);  // stale A
       p.poison();
       fill_random<__nv_bfloat16><<<4, 64>>>(p.A.ptr, p.s.M, p.s.K, p.s.lda, seed, 0);  // slow: few threads
@@ -276,7 +282,7 @@ TEST(Gemm, RuntimeDtypeEntryAndHeuristic) {
         const GemmPlan plan = choose_config(GemmShape{M, N, 4096}, DType::bf16, budget);
         EXPECT_EQ(config_info(plan.config).set, GemmConfigSet::lib);
         EXPECT_EQ(plan.decomposition, Decomposition::data_parallel);
-        const GemmPlan plain = choose_config(GemmShape{M, N, 4096}, DType::bf16, budget, kPlainConfigMask);
+        const GemmPlan plain = choose_config(GemmShape{M, N, 4096}, DType::bf16, budget, kPlainConfigMask, PlanUse::plain);
         EXPECT_NE(config_info(plain.config).set, GemmConfigSet::sweep);
       }
   // The plain entry point with its own choice, on a short grid (split across K).
