@@ -203,10 +203,14 @@ double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, in
 // split_k_reduce: the slices run as one batched launch writing fp32 partial sums, one more pass
 // adds them. No chain, so a short grid can split K many ways — but the extra pass (a launch, the
 // partial sums written and read: kReducePassCost and the bytes term below) must pay, so
-// K >= kMinReduceDepth and slices of at least kMinReduceSliceK; K must divide into slices of whole
-// 8-element steps, so the count is the best-scoring divisor, not simply the largest.
-constexpr int64_t kMinReduceDepth = 4096;
+// K >= kMinReduceDepth, slices of at least kMinReduceSliceK and at least kMinReduceSplits of them;
+// K must divide into slices of whole 8-element steps, so the count is the best-scoring divisor,
+// not simply the largest. Measured on grids of 2-13 tiles with K of 2072-4240 (docs/PERF.md):
+// 3-13 slices ran 1.4-2.3x faster than whole tiles; 2 slices lost every time (0.45-0.64x cuBLASLt
+// against 0.49-0.80x whole), the pass costing more than half a short K loop saves.
+constexpr int64_t kMinReduceDepth = 2048;
 constexpr int64_t kMinReduceSliceK = 256;
+constexpr int64_t kMinReduceSplits = 3;
 constexpr double kReducePassCost = 0.92;
 constexpr double kMaxPartialBytes = 256.0 * 1024 * 1024;
 
@@ -217,14 +221,14 @@ double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, i
   return sliced_efficiency(s, c, sms, splits, double(s.K / splits)) / (1.0 + partial / operands) * kReducePassCost;
 }
 
-// The slice count (>= 2) that scores best, or 1 when none may run.
+// The slice count (>= kMinReduceSplits) that scores best, or 1 when none may run.
 int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
   if (s.K < kMinReduceDepth) return 1;
   const GridCount g = grid_count(s, c, sms);
   const int64_t cap = std::min({g.slots / std::max<int64_t>(1, g.units), s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
   int best = 1;
   double best_score = 0.0;
-  for (int64_t splits = 2; splits <= cap; ++splits) {
+  for (int64_t splits = kMinReduceSplits; splits <= cap; ++splits) {
     if (s.K % (8 * splits) != 0) continue;
     if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
     const double score = reduce_efficiency(s, c, sms, int(splits));

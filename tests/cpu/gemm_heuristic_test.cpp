@@ -73,7 +73,14 @@ TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
   EXPECT_EQ(chained.splits, 4);
   // Shallow K is not split, however short the grid: splitting costs more than the idle SMs
   // (measured: no gain at K <= 4096 even on 7 tiles with the chained fixup).
-  EXPECT_EQ(plain(5, 2048, 2048).decomposition, g::Decomposition::data_parallel);
+  EXPECT_EQ(plain(5, 2048, 1536).decomposition, g::Decomposition::data_parallel);
+  // From K = 2048 a separate sum splits a grid of a few tiles: 50 x 648 x 2952 is 6 swapped tiles,
+  // K / 8 = 9 x 41: 9 slices of 328 (measured 0.89x cuBLASLt; whole tiles 0.42x).
+  const g::GemmPlan sliced = plain(50, 648, 2952);
+  EXPECT_EQ(sliced.decomposition, g::Decomposition::split_k_reduce);
+  EXPECT_EQ(sliced.splits, 9);
+  // ...but never into 2 slices, which lost to whole tiles wherever measured: K / 8 = 2 x 223.
+  EXPECT_EQ(plain(6, 1560, 3568).decomposition, g::Decomposition::data_parallel);
   // Rows beyond one 64-wide column do not take the narrow swapped tile.
   EXPECT_NE(plain(2324, 1704, 19912).config, g::GemmConfig::skba_128x64_c1x1);
 }
@@ -97,7 +104,8 @@ TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
             EXPECT_LE(p.splits, 4);
             EXPECT_GE(k, 8192) << m << "x" << n << "x" << k;
             EXPECT_GE(k / p.splits, 2048) << m << "x" << n << "x" << k;
-          } else {  // a separate sum: whole 8-element slices of >= 256
+          } else {  // a separate sum: at least 3 whole 8-element slices of >= 256
+            EXPECT_GE(p.splits, 3) << m << "x" << n << "x" << k;
             EXPECT_EQ(k % (8 * p.splits), 0) << m << "x" << n << "x" << k;
             EXPECT_GE(k / p.splits, 256) << m << "x" << n << "x" << k;
           }
