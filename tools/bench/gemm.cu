@@ -460,6 +460,29 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     std::fflush(stdout);
   }
 
+  // Measures each plan of one shape against cuBLAS (sweep samples), one CSV row each, and prints
+  // the line of ratios and the best plan.
+  auto measure_plans = [&](const char* mode, const BenchShape& s, Buffers& b, const std::vector<GemmPlan>& plans,
+                           const std::string& header) {
+    std::printf("  %lldx%lldx%lld%s:", (long long)s.M, (long long)s.N, (long long)s.K, header.c_str());
+    double best = 0;
+    GemmPlan best_plan{};
+    for (const GemmPlan& p : plans) {
+      if (do_check) {
+        const std::string chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
+        if (chk.rfind("ok", 0) != 0) std::printf(" [%s %s]", plan_str(p).c_str(), chk.c_str());
+      }
+      const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
+      const double r = med[1] / med[0];
+      std::printf(" %s=%.3f", plan_str(p).c_str(), r);
+      csv.row(mode, s, p, med[0], med[1]);
+      if (r > best) best = r, best_plan = p;
+    }
+    std::printf("\nbest %s %lldx%lldx%lld: %s %.3f\n", mode, (long long)s.M, (long long)s.N, (long long)s.K,
+                plan_str(best_plan).c_str(), best);
+    std::fflush(stdout);
+  };
+
   // ---- 2b. work divisions of the plain configs ------------------------------------------------
   // Each `lib` config data-parallel; each `plain` config data-parallel, split 2/4/8/16 ways
   // (where K allows >= 256 per slice), split 2-16 ways with a separate sum (where K divides) and
@@ -486,24 +509,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
       }
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
-      std::printf("  %lldx%lldx%lld chosen %s:", (long long)s.M, (long long)s.N, (long long)s.K,
-                  plan_str(chosen).c_str());
-      double best = 0;
-      GemmPlan best_plan{};
-      for (const GemmPlan& p : plans) {
-        if (do_check) {
-          const std::string chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
-          if (chk.rfind("ok", 0) != 0) std::printf(" [%s %s]", plan_str(p).c_str(), chk.c_str());
-        }
-        const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
-        const double r = med[1] / med[0];
-        std::printf(" %s=%.3f", plan_str(p).c_str(), r);
-        csv.row("division", s, p, med[0], med[1]);
-        if (r > best) best = r, best_plan = p;
-      }
-      std::printf("\nbest division %lldx%lldx%lld: %s %.3f\n", (long long)s.M, (long long)s.N, (long long)s.K,
-                  plan_str(best_plan).c_str(), best);
-      std::fflush(stdout);
+      measure_plans("division", s, b, plans, " chosen " + plan_str(chosen));
     }
   }
 
@@ -515,29 +521,20 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     std::fflush(stdout);
     for (const auto& s : shapes) {
       Buffers b(s, sets);
-      double best = 0;
-      GemmPlan best_plan{};
-      std::printf("  %lldx%lldx%lld:", (long long)s.M, (long long)s.N, (long long)s.K);
+      std::vector<GemmPlan> plans;
       for (int i = 0; i < kNumGemmConfigs; ++i) {
         if (!(mask >> i & 1u)) continue;
         const GemmPlan base =
             choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i);
-        for (Raster r : {Raster::along_n, Raster::along_m}) {
+        for (Raster r : {Raster::along_n, Raster::along_m})
           for (int sw : {1, 2, 4}) {
             GemmPlan p = base;
             p.raster = r;
             p.swizzle = sw;
-            const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
-            const double ratio = med[1] / med[0];
-            std::printf(" %s=%.3f", plan_str(p).c_str(), ratio);
-            csv.row("order", s, p, med[0], med[1]);
-            if (ratio > best) best = ratio, best_plan = p;
+            plans.push_back(p);
           }
-        }
       }
-      std::printf("\nbest order %lldx%lldx%lld: %s %.3f\n", (long long)s.M, (long long)s.N, (long long)s.K,
-                  plan_str(best_plan).c_str(), best);
-      std::fflush(stdout);
+      measure_plans("order", s, b, plans, "");
     }
   }
 
