@@ -6,6 +6,7 @@
 //             topology is part of the matrix: with one GPU visible all ranks share it; with two,
 //             odd sizes share them unevenly (3 ranks: two on GPU 0, one on GPU 1). Tests must
 //             hold on any of these layouts (scripts/gpu_check.sh runs both visibilities).
+//             TILELINK_TEST_ONE_WORLD=1 keeps at most one world alive (rebuilt per size).
 //   Data:     fresh_seed() differs every run unless TILELINK_TEST_SEED fixes it (print it:
 //             SCOPED_TRACE(seed_trace(seed))); random bytes are a pure function of (seed,
 //             index), identical on host and device, so the expected result of a peer's data is

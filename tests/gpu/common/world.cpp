@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "gpu/common/gpu_test.hpp"
 
@@ -33,6 +35,17 @@ class ReleaseWorlds : public ::testing::Environment {
 
 InProcessWorld& world(int ranks, size_t heap_mib) {
   std::lock_guard<std::mutex> lock(worlds_mutex());
+  // TILELINK_TEST_ONE_WORLD=1: at most one world alive, so the process holds only its ranks'
+  // streams (2 per rank) — to tell stalls from hardware work queues shared between the streams of
+  // many cached worlds apart from stalls within one world. Slower: worlds are rebuilt per size.
+  static const bool one_world = [] {
+    const char* v = std::getenv("TILELINK_TEST_ONE_WORLD");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (one_world) {
+    for (auto it = worlds().begin(); it != worlds().end();)
+      it = it->first == std::make_pair(ranks, heap_mib) ? std::next(it) : worlds().erase(it);
+  }
   auto& slot = worlds()[{ranks, heap_mib}];
   if (!slot) {
     WorldOptions options;
