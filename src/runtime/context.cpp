@@ -54,9 +54,19 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options,
     // Both of the rank's streams, made together with the world: every op shares the side stream
     // (it forks from and joins back to the main one), so a rank holds two streams whatever ops
     // it runs, and none is created inside an op call.
-    for (cudaStream_t* s : {&stream_, &side_stream_})
-      check_cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
-                 "cudaStreamNonBlocking, GPU ", device_);
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+               "cudaStreamNonBlocking, GPU ", device_);
+    // The side stream carries the signals and data that GEMM tiles spin on, so it runs at the
+    // greatest priority. A GPU starts grids of one priority in launch order, whatever their
+    // stream: a grid that waits for free SMs holds back every later grid of its priority. With
+    // the side stream at the main stream's priority, a GEMM that cannot fit yet (the SMs held by
+    // tiles spinning on this rank's signals, or another rank's on a shared GPU) kept the kernel
+    // that would raise those signals from starting, until the waits timed out. Only grids of a
+    // higher priority pass a waiting one.
+    int lowest = 0, greatest = 0;
+    check_cuda(cudaDeviceGetStreamPriorityRange(&lowest, &greatest), "cudaDeviceGetStreamPriorityRange", device_);
+    check_cuda(cudaStreamCreateWithPriority(&side_stream_, cudaStreamNonBlocking, greatest),
+               "cudaStreamCreateWithPriority", "cudaStreamNonBlocking, priority ", greatest, ", GPU ", device_);
     heap_ = transport_->allocate_heap(layout_.heap_bytes());
     signal_pool_ = reinterpret_cast<uint64_t*>(heap_);
     check_cuda(cudaMemsetAsync(heap_, 0, layout_.pool_bytes(), stream_), "cudaMemsetAsync",

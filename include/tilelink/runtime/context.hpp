@@ -91,6 +91,8 @@ class Context {
   cudaStream_t stream() const { return stream_; }
   // The stream fused ops run their communication on, beside the GEMM on stream(); every op of
   // this rank shares it (an op forks it from stream() and joins it back, so calls stay ordered).
+  // It has the device's greatest stream priority, so its kernels start ahead of any grid still
+  // waiting for SMs (see context.cpp).
   cudaStream_t side_stream() const { return side_stream_; }
   // cuBLAS on stream(), for the decomposed paths (GEMM, then a collective). Made with the context
   // — cuBLAS's setup allocates and may wait for the device, which must not happen inside an op

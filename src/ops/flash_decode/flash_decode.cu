@@ -25,10 +25,16 @@ namespace {
 constexpr const char* kOp = "flash_decode";
 constexpr int64_t kMinChunk = 256;  // tokens per chunk, at least: short shards are not over-split
 
+// The workspace grows in stream order (cudaFreeAsync, cudaMallocAsync): cudaFree waits for the
+// whole device, and on a GPU shared with peers of this world their kernels of this very call may
+// be spinning on signals this rank has not launched yet.
 struct FlashDecodeState {
-  explicit FlashDecodeState(Context&) {}
-  ~FlashDecodeState() { cudaFree(workspace); }
+  explicit FlashDecodeState(Context& ctx) : owner_stream(ctx.stream()) {}
+  ~FlashDecodeState() {
+    if (workspace != nullptr) cudaFreeAsync(workspace, owner_stream);  // the context syncs it next
+  }
   ops::UniformCheck uniform;
+  cudaStream_t owner_stream;
   float* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
@@ -111,11 +117,10 @@ void flash_decode_enqueue(Context& ctx, const FlashDecodeArgs& a, const FlashDec
   const size_t floats = size_t(splits * rows * (d + 1) + packed * (1 + w));
   if (floats * sizeof(float) > st.workspace_bytes) {
     ctx.refuse_in_capture("allocate its workspace (make one call of this size before capturing)");
-    TL_CUDA_CHECK(cudaStreamSynchronize(stream));
-    TL_CUDA_CHECK(cudaFree(st.workspace));
+    if (st.workspace != nullptr) TL_CUDA_CHECK(cudaFreeAsync(st.workspace, stream));  // after the last call's use
     st.workspace = nullptr;
     st.workspace_bytes = 0;
-    TL_CUDA_CHECK(cudaMalloc(&st.workspace, floats * sizeof(float)));
+    TL_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&st.workspace), floats * sizeof(float), stream));
     st.workspace_bytes = floats * sizeof(float);
   }
   float* part_o = st.workspace;
