@@ -2,7 +2,10 @@
 # Runs the GPU side of the project on this machine's GPUs, from an existing build, and keeps the
 # logs: the GPU test suite (ctest -L gpu) and, unless --tests-only, the benchmarks.
 #
-#   scripts/gpu_check.sh [--tests-only | --bench-only] [--filter REGEX] [LOG_DIR]
+#   scripts/gpu_check.sh [--tests-only | --bench-only] [--filter REGEX] [--repeat N] [LOG_DIR]
+#
+# --repeat N: each selected test must pass N times in a row (ctest --repeat until-fail:N), for
+# failures that show only now and then (e.g. `--tests-only --filter ops_ag_gemm --repeat 10`).
 #
 # The topology is part of the test matrix: the suite runs once with one GPU visible (every
 # in-process rank shares it; the MPI tests put two processes on it) and, on a machine with more,
@@ -15,12 +18,13 @@ set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${TILELINK_BUILD_DIR:-$root/build}"
-tests=1 bench=1 filter="" logs=""
+tests=1 bench=1 filter="" repeat=1 logs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests-only) bench=0 ;;
     --bench-only) tests=0 ;;
     --filter) filter="$2"; shift ;;
+    --repeat) repeat="$2"; shift ;;
     *) logs="$1" ;;
   esac
   shift
@@ -42,6 +46,7 @@ gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
 if [ "$tests" = 1 ]; then
   args=(--test-dir "$build" -L gpu --output-on-failure)
   [ -n "$filter" ] && args+=(-R "$filter")
+  [ "$repeat" -gt 1 ] && args+=(--repeat "until-fail:$repeat")
   # The first GPU this process may use (the whole list when CUDA_VISIBLE_DEVICES is unset).
   first="${CUDA_VISIBLE_DEVICES:-0}"
   first="${first%%,*}"
