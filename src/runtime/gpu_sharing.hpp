@@ -30,7 +30,8 @@ GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me);
 // but a later probe of 72 streams over 8 queues found no false dependency between streams
 // (kernels, event waits, copies); what did hold kernels back was the GPU starting grids of one
 // priority in launch order (see Context::side_stream). Two queues per rank are still required:
-// the suite has not run with fewer since. The queues a GPU with `ranks_per_gpu` in-process ranks needs:
+// the suite has not run with fewer since. The queues a GPU with `ranks_per_gpu` in-process ranks
+// needs:
 inline int hardware_queues_needed(int ranks_per_gpu) { return ranks_per_gpu > 1 ? 2 * ranks_per_gpu : 0; }
 // The queues CUDA gives each GPU under `env_value` (CUDA_DEVICE_MAX_CONNECTIONS, nullptr: unset).
 int hardware_queues(const char* env_value);
