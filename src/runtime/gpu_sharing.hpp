@@ -26,12 +26,12 @@ struct GpuSharing {
 GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me);
 
 // In-process ranks sharing one GPU share its hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS,
-// default 8). 8 ranks on one H200 with the default once deadlocked until their waits timed out,
-// but a later probe of 72 streams over 8 queues found no false dependency between streams
-// (kernels, event waits, copies); what did hold kernels back was the GPU starting grids of one
-// priority in launch order (see Context::side_stream). Two queues per rank are still required:
-// the suite has not run with fewer since. The queues a GPU with `ranks_per_gpu` in-process ranks
-// needs:
+// default 8). 8 ranks on one H200 with the default once deadlocked until their waits timed out.
+// Probes of up to 72 streams found no false dependency between streams in the patterns they
+// tried, but the op tests stalled now and then while the process held 72 streams over 32 queues,
+// and never with 16 (docs/ARCHITECTURE.md, shared GPUs): the mapping of streams to queues is the
+// driver's, so every stream counts, not only the library's. The queues a GPU with
+// `ranks_per_gpu` in-process ranks needs at the least (its two streams per rank):
 inline int hardware_queues_needed(int ranks_per_gpu) { return ranks_per_gpu > 1 ? 2 * ranks_per_gpu : 0; }
 // The queues CUDA gives each GPU under `env_value` (CUDA_DEVICE_MAX_CONNECTIONS, nullptr: unset).
 int hardware_queues(const char* env_value);
