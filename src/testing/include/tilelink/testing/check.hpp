@@ -1,6 +1,7 @@
 // tilelink/testing/check.hpp — what tests and benchmarks of the fused ops share: random
 // matrices, an fp32 reference GEMM and the baseline GEMM (cuBLAS), and a device-side comparison
-// that reports one summary per check. Linked as tilelink_testing, not part of libtilelink.
+// that reports one summary per check. Linked as tilelink_testing, not part of libtilelink and
+// not installed (src/testing/include, apart from the public headers).
 #pragma once
 
 #include <cublas_v2.h>
