@@ -1,11 +1,12 @@
 // tests/gpu/common/gpu_test.hpp — helpers every GPU test area shares (ll, tile, gemm, ops).
 //
 //   Worlds:   test::world(n) is an InProcessWorld of n ranks (small heap), kept until a test asks
-//             for another size (one world alive at a time: see world.cpp) or the last test ends; WorldSizeTest + TILELINK_WORLD_SIZES run a
-//             test at every world size from 1 to 8. Rank r runs on visible GPU r % #GPUs, so the
-//             topology is part of the matrix: with one GPU visible all ranks share it; with two,
-//             odd sizes share them unevenly (3 ranks: two on GPU 0, one on GPU 1). Tests must
-//             hold on any of these layouts (scripts/gpu_check.sh runs both visibilities).
+//             for another size (one world alive at a time: see world.cpp) or the last test
+//             ends; WorldSizeTest + TILELINK_WORLD_SIZES run a test at every world size from 1
+//             to 8. Rank r runs on visible GPU r % #GPUs, so the topology is part of the
+//             matrix: with one GPU visible all ranks share it; with two, odd sizes share them
+//             unevenly (3 ranks: two on GPU 0, one on GPU 1). Tests must hold on any of these
+//             layouts (scripts/gpu_check.sh runs both visibilities).
 //             TILELINK_TEST_KEEP_WORLDS=1 keeps every size's world alive instead.
 //   Data:     fresh_seed() differs every run unless TILELINK_TEST_SEED fixes it (print it:
 //             SCOPED_TRACE(seed_trace(seed))); random bytes are a pure function of (seed,
