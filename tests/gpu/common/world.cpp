@@ -36,11 +36,9 @@ class ReleaseWorlds : public ::testing::Environment {
 InProcessWorld& world(int ranks, size_t heap_mib) {
   std::lock_guard<std::mutex> lock(worlds_mutex());
   // One world alive at a time (rebuilt when the size changes), so the process holds at most 16 of
-  // the library's streams per GPU, fewer than the GPU's hardware queues (32). With the worlds of
-  // 1-8 ranks all cached (72 streams) ops_ag_gemm_test stalled in about 4 of 9 runs with one GPU
-  // visible (a wait for a peer's signal that its side stream had enqueued but did not run), with
-  // one world alive in none of 6; see the shared-GPU notes in docs/ARCHITECTURE.md.
-  // TILELINK_TEST_KEEP_WORLDS=1 caches every size again, to reproduce that.
+  // the library's streams per GPU, fewer than its 32 hardware queues: with the worlds of 1-8 ranks
+  // all cached (72 streams) the op tests stalled now and then (docs/ARCHITECTURE.md, ranks sharing
+  // a GPU). TILELINK_TEST_KEEP_WORLDS=1 caches every size again, to reproduce that.
   static const bool keep_worlds = [] {
     const char* v = std::getenv("TILELINK_TEST_KEEP_WORLDS");
     return v != nullptr && std::string(v) == "1";
