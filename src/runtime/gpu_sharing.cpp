@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "tilelink/core/error.hpp"
+
 namespace tilelink {
 
 GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me) {
@@ -31,6 +33,38 @@ int hardware_queues(const char* env_value) {
   const long v = std::strtol(env_value, &end, 10);
   if (*end != '\0' || v < 1) return kDefault;
   return int(std::min<long>(v, kMax));
+}
+
+void LiveRanksPerGpu::reserve(const std::vector<int>& devices) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<int, int> mine;
+  for (int d : devices) ++mine[d];
+  for (const auto& [device, ranks] : mine) {
+    const int live = ranks_.count(device) ? ranks_.at(device) : 0;
+    const int needed = hardware_queues_needed(live + ranks);
+    if (needed <= queues_) continue;
+    if (live == 0)
+      detail::fail("InProcessWorld: ", ranks, " ranks share GPU ", device, " in this process, which needs ",
+                   needed, " hardware queues (2 per rank) but CUDA gives it ", queues_,
+                   "; set CUDA_DEVICE_MAX_CONNECTIONS=32 in the environment before the process's first"
+                   " CUDA call (it carries up to 16 ranks per GPU), or run fewer ranks per GPU");
+    detail::fail("InProcessWorld: GPU ", device, " already runs ", live, " ranks of other live in-process worlds;",
+                 " with this world's ", ranks, " it would need ", needed, " hardware queues (2 per rank) of its ",
+                 queues_, ": destroy the other worlds first (ranks sharing a GPU stall when it has more"
+                 " streams than queues)");
+  }
+  for (const auto& [device, ranks] : mine) ranks_[device] += ranks;
+}
+
+void LiveRanksPerGpu::release(const std::vector<int>& devices) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int d : devices)
+    if (--ranks_[d] <= 0) ranks_.erase(d);
+}
+
+int LiveRanksPerGpu::ranks_on(int device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ranks_.count(device) ? ranks_.at(device) : 0;
 }
 
 }  // namespace tilelink

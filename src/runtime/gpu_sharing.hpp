@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <vector>
 
 namespace tilelink {
@@ -35,5 +37,24 @@ GpuSharing gpu_sharing(const std::vector<RankGpu>& gpus, int me);
 inline int hardware_queues_needed(int ranks_per_gpu) { return ranks_per_gpu > 1 ? 2 * ranks_per_gpu : 0; }
 // The queues CUDA gives each GPU under `env_value` (CUDA_DEVICE_MAX_CONNECTIONS, nullptr: unset).
 int hardware_queues(const char* env_value);
+
+// The in-process ranks of every live world of this process, per GPU ordinal. The queue budget is
+// the process's, not one world's: two worlds of 8 ranks on one GPU need the queues of 16 ranks.
+// A world reserves one rank per entry of its devices before it creates a stream and releases them
+// when it is destroyed; a reservation that would leave a GPU needing more queues than `queues` is
+// refused (tilelink::Error naming the GPU, what its live worlds hold and what to change), and
+// then adds nothing.
+class LiveRanksPerGpu {
+ public:
+  explicit LiveRanksPerGpu(int queues) : queues_(queues) {}
+  void reserve(const std::vector<int>& devices);
+  void release(const std::vector<int>& devices);
+  int ranks_on(int device) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<int, int> ranks_;  // GPU ordinal -> in-process ranks of live worlds on it
+  int queues_;
+};
 
 }  // namespace tilelink

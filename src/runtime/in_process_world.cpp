@@ -17,9 +17,36 @@ namespace tilelink {
 
 using detail::check_cuda;
 
+namespace {
+
+// Every live world's ranks per GPU of this process. Leaked on purpose: a world destroyed during
+// static destruction must still find it.
+LiveRanksPerGpu& live_ranks() {
+  static auto* live = new LiveRanksPerGpu(hardware_queues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")));
+  return *live;
+}
+
+// This world's share of the GPUs' queues, held from before its first stream until after its last.
+class QueueReservation {
+ public:
+  explicit QueueReservation(std::vector<int> devices) : devices_(std::move(devices)) {
+    live_ranks().reserve(devices_);
+  }
+  ~QueueReservation() { live_ranks().release(devices_); }
+  QueueReservation(const QueueReservation&) = delete;
+  QueueReservation& operator=(const QueueReservation&) = delete;
+
+ private:
+  std::vector<int> devices_;
+};
+
+}  // namespace
+
 struct InProcessWorld::Shared {
+  QueueReservation queues;
   ThreadGroup group;
-  Shared(int n, std::chrono::milliseconds timeout) : group(n, timeout) {}
+  Shared(const std::vector<int>& devices, std::chrono::milliseconds timeout)
+      : queues(devices), group(int(devices.size()), timeout) {}
 };
 
 namespace {
@@ -47,24 +74,21 @@ void enable_peer_access(const std::vector<int>& devices) {
 }
 
 // Ranks sharing a GPU in one process share its CUDA context: a driver operation one rank's thread
-// starts can wait for kernels of another rank that spin (bounded) on this rank's signals. Two
-// such operations are avoided only by the environment the process started with, which a library
-// must not change behind its host program's back (the program may be PyTorch, with its own
-// NCCL): checked here, named in the error.
-void require_sharing_environment(int ranks_per_gpu) {
+// starts can wait for kernels of another rank that spin (bounded) on this rank's signals. Lazy
+// module loading (CUDA's default) loads a kernel at its first launch, and the load waits for the
+// device. Only the environment the process started with avoids it, which a library must not
+// change behind its host program's back (the program may be PyTorch, with its own NCCL): checked
+// here, named in the error. (The other shared resource, the GPU's hardware queues, is counted
+// over every live world: LiveRanksPerGpu.)
+void require_eager_loading(int ranks_per_gpu) {
   if (ranks_per_gpu < 2) return;
-  // Lazy module loading (CUDA's default) loads a kernel at its first launch, and the load waits
-  // for the device.
   using GetLoadingMode = CUresult (*)(CUmoduleLoadingMode*);
   CUmoduleLoadingMode mode = CU_MODULE_LAZY_LOADING;
   if (const auto get_mode = detail::driver_entry_point<GetLoadingMode>("cuModuleGetLoadingMode"))
     TL_REQUIRE(get_mode(&mode) == CUDA_SUCCESS, "cuModuleGetLoadingMode failed");
-  const int queues = hardware_queues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
-  const int needed = hardware_queues_needed(ranks_per_gpu);
-  TL_REQUIRE(mode == CU_MODULE_EAGER_LOADING && queues >= needed, "InProcessWorld: ", ranks_per_gpu,
-             " ranks share one GPU in this process, which needs CUDA_MODULE_LOADING=EAGER (now ",
-             mode == CU_MODULE_EAGER_LOADING ? "EAGER" : "LAZY", ") and CUDA_DEVICE_MAX_CONNECTIONS >= ", needed,
-             " (now ", queues, ") in the environment before the process's first CUDA call, e.g.\n"
+  TL_REQUIRE(mode == CU_MODULE_EAGER_LOADING, "InProcessWorld: ", ranks_per_gpu,
+             " ranks share one GPU in this process, which needs CUDA_MODULE_LOADING=EAGER in the"
+             " environment before the process's first CUDA call (now LAZY), e.g.\n"
              "  CUDA_MODULE_LOADING=EAGER CUDA_DEVICE_MAX_CONNECTIONS=32 ./program\n"
              "or run one rank per GPU");
 }
@@ -81,11 +105,11 @@ InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
   const int device_count = detail::visible_device_count("InProcessWorld");
   std::vector<int> devices(num_ranks);
   for (int r = 0; r < num_ranks; ++r) devices[r] = r % device_count;
-  require_sharing_environment((num_ranks + device_count - 1) / device_count);
+  require_eager_loading((num_ranks + device_count - 1) / device_count);
+  // Before any stream of the world exists: refused here, it has nothing to undo.
+  shared_ = std::make_unique<Shared>(devices, std::chrono::milliseconds(resolved.barrier_timeout_ms));
   enable_peer_access(devices);
 
-  shared_ = std::make_unique<Shared>(num_ranks,
-                                     std::chrono::milliseconds(resolved.barrier_timeout_ms));
   for (int r = 0; r < num_ranks; ++r)
     bootstraps_.push_back(std::make_unique<ThreadBootstrap>(shared_->group, r));
   contexts_.resize(num_ranks);

@@ -2,9 +2,11 @@
 // plans with must come out the same on every rank, whatever the layout.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "runtime/gpu_sharing.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace {
 
@@ -86,4 +88,43 @@ TEST(GpuSharing, HardwareQueues) {
   EXPECT_LE(hardware_queues_needed(4), hardware_queues("8"));
   EXPECT_GT(hardware_queues_needed(8), hardware_queues(nullptr));
   EXPECT_LE(hardware_queues_needed(8), hardware_queues("32"));
+}
+
+// The queue budget is the process's: every live world's ranks on a GPU count, a refused world
+// adds nothing, and a destroyed world gives its share back.
+TEST(GpuSharing, LiveRanksCountEveryWorld) {
+  tilelink::LiveRanksPerGpu live(32);
+  const std::vector<int> eight_on_gpu0(8, 0);
+  live.reserve(eight_on_gpu0);
+  EXPECT_EQ(live.ranks_on(0), 8);
+  live.reserve({0, 1, 0, 1, 0, 1, 0, 1});  // 4 more on GPU 0: 12 ranks, 24 queues
+  EXPECT_EQ(live.ranks_on(0), 12);
+  EXPECT_EQ(live.ranks_on(1), 4);
+  try {
+    live.reserve({0, 0, 0, 0, 0});  // 17 ranks on GPU 0 would need 34 queues
+    ADD_FAILURE() << "a world past the GPU's queues was accepted";
+  } catch (const tilelink::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("GPU 0 already runs 12 ranks"), std::string::npos) << what;
+    EXPECT_NE(what.find("destroy the other worlds"), std::string::npos) << what;
+  }
+  EXPECT_EQ(live.ranks_on(0), 12) << "a refused world must reserve nothing";
+  live.release(eight_on_gpu0);
+  EXPECT_EQ(live.ranks_on(0), 4);
+  live.reserve({0, 0, 0, 0, 0});  // fits again: 9 ranks
+  EXPECT_EQ(live.ranks_on(0), 9);
+
+  // Alone on a GPU under CUDA's default of 8 queues: the error names the setting to change.
+  tilelink::LiveRanksPerGpu defaults(tilelink::hardware_queues(nullptr));
+  defaults.reserve({2, 2, 2, 2});  // 4 ranks need 8 queues: fits
+  defaults.release({2, 2, 2, 2});
+  EXPECT_EQ(defaults.ranks_on(2), 0);
+  try {
+    defaults.reserve({2, 2, 2, 2, 2});
+    ADD_FAILURE() << "5 ranks on a GPU with 8 queues were accepted";
+  } catch (const tilelink::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA_DEVICE_MAX_CONNECTIONS=32"), std::string::npos) << e.what();
+  }
+  defaults.reserve({2});  // one rank alone needs no queue of its own budget
+  EXPECT_EQ(defaults.ranks_on(2), 1);
 }

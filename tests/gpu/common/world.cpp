@@ -1,6 +1,4 @@
 // Cached in-process worlds and small utilities for GPU tests (see gpu_test.hpp).
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -17,8 +15,13 @@ std::mutex& worlds_mutex() {
   static std::mutex m;
   return m;
 }
-std::map<std::pair<int, size_t>, std::unique_ptr<InProcessWorld>>& worlds() {
-  static std::map<std::pair<int, size_t>, std::unique_ptr<InProcessWorld>> w;
+// The one cached world and what it was made for: (ranks, heap MiB).
+struct CachedWorld {
+  std::pair<int, size_t> key{0, 0};
+  std::unique_ptr<InProcessWorld> world;
+};
+CachedWorld& cached() {
+  static CachedWorld w;
   return w;
 }
 
@@ -35,30 +38,22 @@ class ReleaseWorlds : public ::testing::Environment {
 
 InProcessWorld& world(int ranks, size_t heap_mib) {
   std::lock_guard<std::mutex> lock(worlds_mutex());
-  // One world alive at a time (rebuilt when the size changes), so the process holds at most 16 of
-  // the library's streams per GPU, fewer than its 32 hardware queues: with the worlds of 1-8 ranks
-  // all cached (72 streams) the op tests stalled now and then (docs/ARCHITECTURE.md, ranks sharing
-  // a GPU). TILELINK_TEST_KEEP_WORLDS=1 caches every size again, to reproduce that.
-  static const bool keep_worlds = [] {
-    const char* v = std::getenv("TILELINK_TEST_KEEP_WORLDS");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  if (!keep_worlds) {
-    for (auto it = worlds().begin(); it != worlds().end();)
-      it = it->first == std::make_pair(ranks, heap_mib) ? std::next(it) : worlds().erase(it);
-  }
-  auto& slot = worlds()[{ranks, heap_mib}];
-  if (!slot) {
-    WorldOptions options;
-    options.heap_bytes = heap_mib << 20;
-    slot = std::make_unique<InProcessWorld>(ranks, options);
-  }
-  return *slot;
+  // One world alive at a time (rebuilt when the size changes): the library refuses a world whose
+  // GPU would then hold more in-process ranks than its hardware queues carry (16 at 32 queues),
+  // and the worlds of 1-8 ranks together hold 36.
+  CachedWorld& c = cached();
+  if (c.world && c.key == std::make_pair(ranks, heap_mib)) return *c.world;
+  c.world.reset();  // before the next one exists
+  WorldOptions options;
+  options.heap_bytes = heap_mib << 20;
+  c.world = std::make_unique<InProcessWorld>(ranks, options);
+  c.key = {ranks, heap_mib};
+  return *c.world;
 }
 
 void release_worlds() {
   std::lock_guard<std::mutex> lock(worlds_mutex());
-  worlds().clear();
+  cached().world.reset();
 }
 
 std::string world_size_name(const ::testing::TestParamInfo<int>& info) {
