@@ -26,15 +26,15 @@ __global__ void produce(tl::ll::Team team, RowChunkMapping map, float* scratch, 
   for (int i = threadIdx.x; i < kRows * kCols; i += blockDim.x) scratch[i] = float(i % kCols) + 1000.0f * float(i / kCols);
   __syncthreads();
   const int tile = map.tile(/*rank=*/0, /*chunk=*/0);
-  tl::tile::tile_push_data_block(team, map, tile, shared, scratch, /*src_row0=*/0, kCols * sizeof(float), signals,
-                                 /*to=*/1);
+  tl::tile::tile_push_data(tl::tile::Block{}, team, map, tile, shared, scratch, /*src_row0=*/0, kCols * sizeof(float),
+                           signals, /*to=*/1);
 }
 
 // Consumer (rank 1, one block): wait until every tile covering rows [0, kRows) arrived, then sum
 // each row.
 __global__ void consume(tl::ll::Team team, RowChunkMapping map, const float* shared, const uint64_t* signals,
                         float* row_sums) {
-  tl::tile::consumer_tile_wait_block(team, map, signals, tl::tile::RowRange{0, kRows});
+  tl::tile::consumer_tile_wait(tl::tile::Block{}, team, map, signals, tl::tile::RowRange{0, kRows});
   for (int r = threadIdx.x; r < kRows; r += blockDim.x) {
     float s = 0;
     for (int c = 0; c < kCols; ++c) s += shared[r * kCols + c];

@@ -1,14 +1,11 @@
 // The ops are built on the tile layer: no op names a low-level primitive (ll::) for cross-rank
 // work, or includes an ll/ header other than team.cuh (the Team type every kernel receives).
-// Files that still do are listed below, each with what it uses; the list may only shrink — a
-// listed file that no longer needs its exception fails the test too, so it is removed from here.
 // And the layers below the ops never include an op header: what they share with the ops (DType,
 // Error) lives in core/.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -20,13 +17,6 @@ namespace {
 
 // ll:: names an op may use: the Team passed to its kernels and the most ranks it can hold.
 const std::set<std::string> kAllowedNames = {"Team", "kMaxRanks"};
-
-// Not yet on tile primitives (path relative to the source root -> why).
-const std::map<std::string, std::string> kExceptions = {
-    {"include/tilelink/ops/common/reduce_kernels.cuh",
-     "the reduction kernels of gemm_rs/gemm_ar signal and wait with ll:: directly"},
-    {"src/ops/allgather_ll/allgather_ll.cu", "its one-kernel call (kernel_call_team, end_kernel_call_block)"},
-};
 
 std::string read(const fs::path& p) {
   std::ifstream in(p);
@@ -52,7 +42,6 @@ std::string violations(const std::string& text) {
 TEST(OpsLayering, OpsUseTilePrimitivesNotLowLevelOnes) {
   const fs::path root = TILELINK_SOURCE_DIR;
   int files = 0;
-  std::set<std::string> still_needed;
   for (const char* dir : {"src/ops", "include/tilelink/ops"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root / dir)) {
       if (!entry.is_regular_file()) continue;
@@ -62,18 +51,11 @@ TEST(OpsLayering, OpsUseTilePrimitivesNotLowLevelOnes) {
       const std::string rel = fs::relative(entry.path(), root).generic_string();
       const std::string found = violations(read(entry.path()));
       if (found.empty()) continue;
-      if (kExceptions.count(rel)) {
-        still_needed.insert(rel);
-        continue;
-      }
       ADD_FAILURE() << rel << " reaches below the tile layer:\n"
                     << found << "use the tile:: primitives (include/tilelink/tile/), or add one there";
     }
   }
   EXPECT_GT(files, 20) << "no op sources found under " << root;
-  for (const auto& [rel, why] : kExceptions)
-    EXPECT_TRUE(still_needed.count(rel)) << rel << " is listed as an exception (" << why
-                                         << ") but no longer needs it: remove it from kExceptions";
 }
 
 // Every source file under `dir` (relative to the source root) that includes a tilelink/ops/ header.

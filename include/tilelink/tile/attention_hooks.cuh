@@ -31,8 +31,8 @@ struct GatherKvWait {
   TL_DEVICE void before_kv_tile(int /*segment*/, int batch, int64_t row, int64_t rows) const {
     if (k_signals == nullptr) return;
     const RowRange rr{int32_t(row + int64_t(batch) * rows_per_batch), int32_t(rows)};
-    consumer_tile_wait(team, map, k_signals, rr);
-    consumer_tile_wait(team, map, v_signals, rr);
+    consumer_tile_wait(Thread{}, team, map, k_signals, rr);
+    consumer_tile_wait(Thread{}, team, map, v_signals, rr);
     ll::fence_proxy_async_global();
   }
 #endif

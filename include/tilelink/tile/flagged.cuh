@@ -1,34 +1,42 @@
-// tilelink/tile/flagged.cuh — the low-latency data primitives of the tile layer (whole block calls):
-// data travels as flagged words (ll/flagged.cuh), so a message needs no signal of its own.
+// tilelink/tile/flagged.cuh — the low-latency data primitives of the tile layer: data travels as
+// flagged words (ll/flagged.cuh), so a message needs no signal of its own.
 //
-//   put_flagged_block(team, dst, src, g0, g1, flag, to)
+//   put_flagged(coop, team, dst, src, g0, g1, flag, to)
 //       granules [g0, g1) of `src` (8 bytes each) as flagged words into the symmetric buffer `dst`
 //       (16 bytes per granule: granule g at dst + 2g) on rank `to`
-//   get_flagged_block(team, src, dst, g0, g1, flag, site)
+//   get_flagged(coop, team, src, dst, g0, g1, flag, site)
 //       waits for granules [g0, g1) of this rank's buffer `src` to carry `flag` and writes their
-//       data to dst + g (any local memory); bounded, like every wait
+//       data to dst + g (any local memory); bounded, like every wait, and reported as `site`
 //
-// Threads of the block take granules in turn, so a block's loads and stores are coalesced.
+// The scope's threads take granules in turn, so its loads and stores are coalesced. No barrier:
+// every granule carries its own flag.
 #pragma once
 
 #include <cstdint>
 
 #include "tilelink/ll/flagged.cuh"
 #include "tilelink/ll/identity.cuh"
+#include "tilelink/tile/coop.cuh"
 
 namespace tilelink::tile {
 
+// What a timed-out wait reports as its place: a tile (or rank) number and a name.
+using WaitSite = ll::WaitSite;
+
 #if defined(__CUDACC__)
 
-TL_DEVICE void put_flagged_block(const ll::Team& team, uint64_t* dst, const uint2* src, int64_t g0, int64_t g1,
-                                 uint32_t flag, int to) {
+template <Coop C>
+TL_DEVICE void put_flagged(C coop, const ll::Team& team, uint64_t* dst, const uint2* src, int64_t g0, int64_t g1,
+                           uint32_t flag, int to) {
   uint64_t* remote = ll::symm_at(team, dst, to);
-  for (int64_t g = g0 + threadIdx.x; g < g1; g += blockDim.x) ll::st_flagged2(remote + 2 * g, src[g], flag);
+  for (int64_t g = g0 + coop.rank(); g < g1; g += coop.size()) ll::st_flagged2(remote + 2 * g, src[g], flag);
 }
 
-TL_DEVICE void get_flagged_block(const ll::Team& team, const uint64_t* src, uint2* dst, int64_t g0, int64_t g1,
-                                 uint32_t flag, ll::WaitSite site) {
-  for (int64_t g = g0 + threadIdx.x; g < g1; g += blockDim.x) dst[g] = ll::ld_flagged2_wait(team, src + 2 * g, flag, site);
+template <Coop C>
+TL_DEVICE void get_flagged(C coop, const ll::Team& team, const uint64_t* src, uint2* dst, int64_t g0, int64_t g1,
+                           uint32_t flag, WaitSite site) {
+  for (int64_t g = g0 + coop.rank(); g < g1; g += coop.size())
+    dst[g] = ll::ld_flagged2_wait(team, src + 2 * g, flag, site);
 }
 
 #endif  // __CUDACC__

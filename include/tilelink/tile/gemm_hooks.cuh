@@ -25,15 +25,11 @@ namespace tilelink::tile {
 
 #if defined(__CUDACC__)
 // consumer_tile_wait for a GEMM's producer warp (every lane calls it): one lane acquires the local
-// slots with the lean wait (the warp runs on 40 registers), then every lane orders its later TMA
+// slots with the lean spin (the warp runs on 40 registers), then every lane orders its later TMA
 // (async proxy) reads after that acquire.
-TL_DEVICE void producer_warp_wait(const ll::Team& team, const uint64_t* signals, SlotRange deps) {
-  if ((threadIdx.x & 31) == 0) {
-    const uint64_t epoch = ll::call_epoch(team);
-    for (int32_t s = deps.begin; s < deps.end; ++s)
-      ll::signal_wait_local_lean(team, signals, s, epoch, s, ll::LeanSite("consumer_tile_wait"));
-  }
-  __syncwarp();
+template <class Mapping, class Region>
+TL_DEVICE void producer_warp_wait(const ll::Team& team, const Mapping& map, const uint64_t* signals, Region region) {
+  consumer_tile_wait<Spin::lean>(Warp{}, team, map, signals, region);
   ll::fence_proxy_async_global();
 }
 #endif
@@ -54,7 +50,7 @@ struct GatherWaitHooks {
   }
   // Producer warp, every lane: the chunks the tile's rows come from.
   TL_DEVICE void before_load(const gemm::TileCoord& c) const {
-    if (signals != nullptr) producer_warp_wait(team, signals, map.wait_slots(RowRange{c.row0, c.rows}));
+    if (signals != nullptr) producer_warp_wait(team, map, signals, RowRange{c.row0, c.rows});
   }
   TL_DEVICE void after_store(const gemm::TileCoord&) const {}
 #endif
@@ -82,7 +78,7 @@ struct TileNotifyHooks {
   TL_DEVICE void after_store(const gemm::TileCoord& c) const {
     const int32_t t = grid.tile(c.m_blk, c.n_blk);
     if (mode == Notify::local) {
-      producer_tile_notify<Notify::local>(team, grid, signals, t);
+      producer_tile_notify<Notify::local>(Thread{}, team, grid, signals, t);
       return;
     }
     ll::fence_acq_rel_sys();
@@ -91,7 +87,7 @@ struct TileNotifyHooks {
       first = c.row0 / grid.rows_per_rank;
       last = (c.row0 + c.rows - 1) / grid.rows_per_rank;
     }
-    for (int32_t r = first; r <= last; ++r) peer_tile_notify(team, grid, signals, t, r);
+    for (int32_t r = first; r <= last; ++r) peer_tile_notify(Thread{}, team, grid, signals, t, r);
   }
 #endif
 };
@@ -108,7 +104,7 @@ struct GroupWaitHooks {
 #if defined(__CUDACC__)
   TL_DEVICE int order_m(int unit, int, int) const { return unit; }
   TL_DEVICE void before_load(const gemm::TileCoord& c) const {
-    if (signals != nullptr) producer_warp_wait(team, signals, map.wait_slots(c.group));
+    if (signals != nullptr) producer_warp_wait(team, map, signals, c.group);
   }
   TL_DEVICE void after_store(const gemm::TileCoord&) const {}
 #endif
@@ -125,7 +121,9 @@ struct GroupCountHooks {
 #if defined(__CUDACC__)
   TL_DEVICE int order_m(int unit, int, int) const { return unit; }
   TL_DEVICE void before_load(const gemm::TileCoord&) const {}
-  TL_DEVICE void after_store(const gemm::TileCoord& c) const { count_notify(counters + c.group / groups_per_chunk); }
+  TL_DEVICE void after_store(const gemm::TileCoord& c) const {
+    count_notify(Thread{}, counters + c.group / groups_per_chunk);
+  }
 #endif
 };
 

@@ -147,9 +147,10 @@ struct GroupChunkMapping {
 // each published once per call; the consumer sits wherever the producer sends it.
 struct SlotPerTile {
   int32_t tiles = 0;
+  int32_t consumer = 0;  // the rank every tile is consumed on (Notify::owner sends it there)
   TL_HOST_DEVICE int32_t num_tiles() const { return tiles; }
   TL_HOST_DEVICE int32_t notify_slot(int32_t t) const { return t; }
-  TL_HOST_DEVICE int32_t owner(int32_t) const { return 0; }
+  TL_HOST_DEVICE int32_t owner(int32_t) const { return consumer; }
   TL_HOST_DEVICE SlotRange wait_slots(int32_t t) const { return {t, t + 1}; }
 };
 

@@ -7,9 +7,8 @@
 
 #include "ops/common/op_call.hpp"
 #include "ops/common/uniform_check.hpp"
-#include "tilelink/ll/kernel_call.cuh"
-#include "tilelink/ll/signal.cuh"
 #include "tilelink/tile/flagged.cuh"
+#include "tilelink/tile/kernel_call.cuh"
 
 namespace tilelink {
 namespace {
@@ -22,11 +21,11 @@ constexpr int kMaxBlocks = 32;
 // Receive buffers: two (by epoch parity), each one slot per source rank of `cap` granules (16
 // bytes each). The layout follows the workspace's capacity, not the call's size, so a call never
 // writes where a slow peer may still read an earlier, larger call of the other parity.
-// The call is this one kernel: it advances the device epoch itself (ll/kernel_call.cuh).
+// The call is this one kernel: it advances the device epoch itself (tile/kernel_call.cuh).
 __global__ void __launch_bounds__(kThreads)
     allgather_ll_kernel(const ll::Team call_team, const uint2* in, uint2* out, uint64_t* buffers, int64_t granules,
                         int64_t cap, uint64_t* arrivals) {
-  const ll::Team team = ll::kernel_call_team(call_team);
+  const ll::Team team = tile::begin_kernel_call(call_team);
   const uint64_t epoch = team.epoch;
   const uint32_t flag = uint32_t(epoch);
   const int me = team.rank, w = team.num_ranks;
@@ -36,15 +35,15 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t g1 = std::min<int64_t>(granules, g0 + per_block);
   // Send first (this block never waits before its data is on the way), nearest peer first.
   for (int step = 1; step < w; ++step)
-    tile::put_flagged_block(team, recv + int64_t(me) * 2 * cap, in, g0, g1, flag, (me + step) % w);
+    tile::put_flagged(tile::Block{}, team, recv + int64_t(me) * 2 * cap, in, g0, g1, flag, (me + step) % w);
   uint2* mine = out + int64_t(me) * granules;
   for (int64_t g = g0 + threadIdx.x; g < g1; g += blockDim.x) mine[g] = in[g];
   for (int step = 1; step < w; ++step) {
     const int from = (me - step + w) % w;
-    tile::get_flagged_block(team, recv + int64_t(from) * 2 * cap, out + int64_t(from) * granules, g0, g1, flag,
-                            ll::WaitSite{from, "allgather_ll"});
+    tile::get_flagged(tile::Block{}, team, recv + int64_t(from) * 2 * cap, out + int64_t(from) * granules, g0, g1,
+                      flag, tile::WaitSite{from, "allgather_ll"});
   }
-  ll::end_kernel_call_block(call_team, epoch, arrivals);
+  tile::end_kernel_call(tile::Block{}, call_team, epoch, arrivals);
 }
 
 struct AllgatherLlState {
@@ -52,7 +51,7 @@ struct AllgatherLlState {
   ops::UniformCheck uniform;
   uint64_t* buffers = nullptr;
   int64_t cap = 0;  // granules per source rank and parity
-  uint64_t* arrivals = nullptr;  // the kernel's count of finished blocks (ll::end_kernel_call_block)
+  uint64_t* arrivals = nullptr;  // the kernel's count of finished blocks (tile::end_kernel_call)
 };
 
 void validate(const Context& ctx, const AllgatherLlArgs& a, const AllgatherLlOptions& o) {

@@ -46,17 +46,18 @@ static __global__ void __launch_bounds__(kMoeThreads) moe_gather_kernel(const Mo
   for (int32_t c = 0; c < p.map.chunks; ++c) {
     const int32_t src = (me + c) % world;
     int32_t from = p.from_self ? me : src;
-    if (!p.from_self && src != me) tile::rank_wait_block(p.team, p.ready, src);
+    if (!p.from_self && src != me) tile::rank_wait(tile::Block{}, p.team, p.ready, src);
     const char* source = p.source;
     int64_t first_token = p.from_self ? 0 : int64_t(src) * p.tokens_per_rank;
     if (p.pulled != nullptr && src != me) {
       const int64_t t = p.tokens_per_rank;
       const int32_t lo = int32_t(t * blockIdx.x / gridDim.x), hi = int32_t(t * (blockIdx.x + 1) / gridDim.x);
-      tile::tile_gather_rows_block(p.team, p.pulled + first_token * p.row_bytes, p.source, p.row_bytes, lo, hi,
-                                   [](int32_t i) { return int64_t(i); }, src);
-      tile::producer_tile_notify_block<tile::Notify::local>(p.team, p.map, p.pull_slots, p.map.tile(c, blockIdx.x));
+      tile::tile_gather_rows(tile::Block{}, p.team, p.pulled + first_token * p.row_bytes, p.source, p.row_bytes, lo,
+                             hi, [](int32_t i) { return int64_t(i); }, src);
+      tile::producer_tile_notify<tile::Notify::local>(tile::Block{}, p.team, p.map, p.pull_slots,
+                                                      p.map.tile(c, blockIdx.x));
       // Every block's share of chunk c (the slots of the chunk's first group are the chunk's).
-      tile::consumer_tile_wait_block(p.team, p.map, p.pull_slots, c * experts);
+      tile::consumer_tile_wait(tile::Block{}, p.team, p.map, p.pull_slots, c * experts);
       source = p.pulled;
       first_token = 0;
       from = me;
@@ -66,15 +67,16 @@ static __global__ void __launch_bounds__(kMoeThreads) moe_gather_kernel(const Mo
     const int64_t rows = end - begin;
     const int32_t lo = begin + int32_t(rows * blockIdx.x / gridDim.x);
     const int32_t hi = begin + int32_t(rows * (blockIdx.x + 1) / gridDim.x);
-    tile::tile_gather_rows_block(
-        p.team, p.sorted, source, p.row_bytes, lo, hi,
+    tile::tile_gather_rows(
+        tile::Block{}, p.team, p.sorted, source, p.row_bytes, lo, hi,
         [&](int32_t i) {
           const int32_t entry = p.sorted_entry[i];
           return p.row_of_entry ? int64_t(p.row_of_entry[entry]) : int64_t(entry / p.topk) - first_token;
         },
         from);
     if (p.chunk_slots != nullptr)
-      tile::producer_tile_notify_block<tile::Notify::local>(p.team, p.map, p.chunk_slots, p.map.tile(c, blockIdx.x));
+      tile::producer_tile_notify<tile::Notify::local>(tile::Block{}, p.team, p.map, p.chunk_slots,
+                                                      p.map.tile(c, blockIdx.x));
   }
 }
 

@@ -94,12 +94,9 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
   const tile::SlotPerTile blocks{int32_t(gridDim.x)};  // block b's rows: its own slot per source
   for (int32_t c = 0; c < world; ++c) {
     const int32_t dst = (me + 1 + c) % world;
-    if (threadIdx.x == 0) {
-      tile::count_wait(p.team, p.chunk_count + c, detail::chunk_tiles(p, c), c);
-      // dst's receive buffer is free once it began this call (it read the last one's before).
-      if (dst != me) tile::rank_wait(p.team, p.ready, dst);
-    }
-    __syncthreads();
+    tile::count_wait(tile::Block{}, p.team, p.chunk_count + c, detail::chunk_tiles(p, c), c);
+    // dst's receive buffer is free once it began this call (it read the last one's before).
+    if (dst != me) tile::rank_wait(tile::Block{}, p.team, p.ready, dst);
     float* slot = tile::peer_view(p.team, p.recv + int64_t(me) * m * h, dst);  // my partials at dst
     for (int64_t i = lo + warp; i < hi; i += warps)
       for (int64_t v = lane; v < h / 8; v += 32) {
@@ -109,12 +106,13 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
         d[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
         d[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
       }
-    tile::peer_tile_notify_block(p.team, blocks, p.recv_slots, int32_t(blockIdx.x), dst);
+    tile::peer_tile_notify(tile::Block{}, p.team, blocks, p.recv_slots, int32_t(blockIdx.x), dst);
   }
   // Every rank's partial of this block's rows of my tokens, added in rank order (the same sum on
   // any layout, whatever order the partials arrived in).
   if (threadIdx.x == 0)
-    for (int32_t src = 0; src < world; ++src) tile::peer_tile_wait(p.team, blocks, p.recv_slots, int32_t(blockIdx.x), src);
+    for (int32_t src = 0; src < world; ++src)
+      tile::peer_tile_wait(tile::Thread{}, p.team, blocks, p.recv_slots, int32_t(blockIdx.x), src);
   __syncthreads();
   T* out = static_cast<T*>(p.out);
   for (int64_t i = lo + warp; i < hi; i += warps)
@@ -133,7 +131,7 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
 // Arms the per-chunk counting signals of this call (one thread per chunk).
 __global__ void moe_rs_arm_kernel(const ll::Team team, uint64_t* counters, int32_t chunks) {
   const int32_t c = int32_t(threadIdx.x);
-  if (c < chunks) tile::count_arm(team, counters + c);
+  if (c < chunks) tile::count_arm(tile::Thread{}, team, counters + c);
 }
 #endif
 

@@ -8,5 +8,5 @@ struct ProducerOnlyMapping {
 };
 
 __global__ void consumer(tilelink::ll::Team team, const uint64_t* signals) {
-  tilelink::tile::consumer_tile_wait(team, ProducerOnlyMapping{}, signals, int32_t(0));
+  tilelink::tile::consumer_tile_wait(tilelink::tile::Block{}, team, ProducerOnlyMapping{}, signals, int32_t(0));
 }

@@ -159,7 +159,7 @@ TEST(OpTimeout, AgGemmWaitingForAStragglerFailsWithItsSignalThenWorks) {
   expect_error_then_usable(false, "ag_gemm", {"consumer_tile_wait", "rank_wait"});
 }
 TEST(OpTimeout, GemmRsWaitingForAStragglerFailsWithItsSignalThenWorks) {
-  expect_error_then_usable(true, "gemm_rs", {"rank_wait", "peer_tile_wait"});
+  expect_error_then_usable(true, "gemm_rs", {"rank_wait", "peer_tile_wait", "consumer_tile_wait"});
 }
 
 }  // namespace

@@ -37,16 +37,14 @@ __global__ void __launch_bounds__(kGatherThreads) ag_gather_kernel(const AgGathe
     if (p.mode == CommMode::push) {
       // My rows go to the rank that consumes them at this step; it said its buffer is free.
       const int to = tile::ring_prev(me, step, world);
-      if (threadIdx.x == 0) tile::rank_wait(p.team, p.ready, to);
-      __syncthreads();
-      tile::tile_push_data_block(p.team, p.map, p.map.tile(me, chunk), p.gathered, p.a_local,
+      tile::rank_wait(tile::Block{}, p.team, p.ready, to);
+      tile::tile_push_data(tile::Block{}, p.team, p.map, p.map.tile(me, chunk), p.gathered, p.a_local,
                                  int64_t(me) * p.map.rows_per_rank, p.row_bytes, p.chunk_signals, to);
     } else {
       // I fetch the rows of the rank I consume at this step, once it said they are in place.
       const int from = tile::ring_next(me, step, world);
-      if (threadIdx.x == 0) tile::rank_wait(p.team, p.ready, from);
-      __syncthreads();
-      tile::tile_pull_data_block(p.team, p.map, p.map.tile(from, chunk), p.gathered, p.gathered,
+      tile::rank_wait(tile::Block{}, p.team, p.ready, from);
+      tile::tile_pull_data(tile::Block{}, p.team, p.map, p.map.tile(from, chunk), p.gathered, p.gathered,
                                  p.row_bytes, p.chunk_signals, from);
     }
   }

@@ -29,12 +29,13 @@
 
 #include <cstdint>
 
-#include "tilelink/ll/data.cuh"
-#include "tilelink/ll/memory_order.cuh"
-#include "tilelink/ll/signal.cuh"
+#include "tilelink/ll/team.cuh"
 #include "tilelink/ops/common.hpp"
 #include "tilelink/ops/common/row_blocks.cuh"
 #include "tilelink/ops/common/vec8.cuh"
+#include "tilelink/tile/coop.cuh"
+#include "tilelink/tile/data.cuh"
+#include "tilelink/tile/mapping.cuh"
 #include "tilelink/tile/order.cuh"
 #include "tilelink/tile/signal.cuh"
 
@@ -49,6 +50,7 @@ struct ReduceParams {
   const T* partial;              // symmetric [M, N]: this rank's GEMM output
   T* stage;                      // symmetric: ring/two-shot [M, N]; full-mesh push [W, M/W, N]
   T* out;                        // reduce-scatter: [M/W, N] (this rank's rows); all-reduce: [M, N]
+  // Slots of tiles and units (tile::SlotPerTile: tile t is slot t).
   const uint64_t* gemm_signals;  // GEMM tile slots: t (local notify) or t*W + src (owner / all)
   uint64_t* unit_signals;        // symmetric: unit slot (ring) or unit slot*W + src
   const uint64_t* ready;         // symmetric [W]
@@ -126,31 +128,25 @@ TL_DEVICE void sum_unit(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_sr
 // the bytes in flight per SM stay high. Workers take units in increasing order (worker w: w,
 // w + count, …), which keeps the cross-rank waits acyclic: a unit only waits for units of
 // earlier steps, and every worker reaches those first.
+// The worker is the cooperation scope of the tile primitives it calls (a WarpSpan; named barrier
+// 0 is __syncthreads', so the workers of a block use 1..per_block, <= 8).
 struct Worker {
-  int32_t id, count, lane, lanes, barrier;
+  tile::WarpSpan coop;
+  int32_t id, count;
   static TL_DEVICE Worker make(int32_t warps) {
-    const int32_t lanes = 32 * warps, per_block = int32_t(blockDim.x) / lanes;
-    const int32_t in_block = int32_t(threadIdx.x) / lanes;
-    // Named barrier 0 is __syncthreads'; workers of several warps use 1..per_block (<= 8).
-    return {int32_t(blockIdx.x) * per_block + in_block, int32_t(gridDim.x) * per_block,
-            int32_t(threadIdx.x) % lanes, lanes, 1 + in_block};
+    const tile::WarpSpan coop = tile::WarpSpan::of_block(warps, 1);
+    const int32_t per_block = int32_t(blockDim.x) / coop.lanes;
+    return {coop, int32_t(blockIdx.x) * per_block + coop.barrier - 1, int32_t(gridDim.x) * per_block};
   }
-  TL_DEVICE bool leader() const { return lane == 0; }
+  TL_DEVICE bool leader() const { return coop.leader(); }
   // The worker's accesses before are ordered before its accesses after (the leader's included).
-  TL_DEVICE void sync() const {
-    if (lanes == 32) __syncwarp();
-    else asm volatile("bar.sync %0, %1;" ::"r"(barrier), "r"(lanes) : "memory");
-  }
+  TL_DEVICE void sync() const { coop.sync(); }
   template <class T, int kMaxSrc>
   TL_DEVICE void sum(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst, int64_t ld_dst,
                      const Unit& u) const {
-    sum_unit<T, kMaxSrc>(srcs, nsrc, ld_src, dst, ld_dst, u.rows, u.cols, lane, lanes);
+    sum_unit<T, kMaxSrc>(srcs, nsrc, ld_src, dst, ld_dst, u.rows, u.cols, coop.lane, coop.lanes);
   }
 };
-
-TL_DEVICE void wait_slot(const ll::Team& t, const uint64_t* slot, int64_t tile, const char* site) {
-  ll::signal_wait_until<ll::Scope::sys>(t, slot, ll::Cmp::ge, ll::call_epoch(t), ll::WaitSite{tile, site});
-}
 
 // Block b visited at step s by rank p (the GEMM's order: p+1, p+2, …, p).
 TL_DEVICE int32_t block_at_step(int32_t p, int32_t s, int32_t w) { return (p + 1 + s) % w; }
@@ -182,15 +178,10 @@ template <class T>
 TL_DEVICE void finish_reads(const ReduceParams<T>& p, int32_t first_peer_step, int32_t last_peer_step) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int32_t s = first_peer_step; s <= last_peer_step; ++s) {
-      const int32_t q = (p.team.rank + s) % p.team.num_ranks;
-      ll::red_add<ll::Order::release, ll::Scope::sys>(ll::symm_at(p.team, p.reads_done, q), 1);
-    }
-    if (blockIdx.x == 0 && p.reads_expected > 0) {
-      ll::signal_wait_until<ll::Scope::sys>(p.team, p.reads_done, ll::Cmp::ge, p.reads_expected,
-                                            ll::WaitSite{-1, "reads_done"});
-      ll::red_add<ll::Order::relaxed, ll::Scope::sys>(p.reads_done, uint64_t(0) - p.reads_expected);
-    }
+    for (int32_t s = first_peer_step; s <= last_peer_step; ++s)
+      tile::reads_done_notify(tile::Thread{}, p.team, p.reads_done, (p.team.rank + s) % p.team.num_ranks);
+    if (blockIdx.x == 0 && p.reads_expected > 0)
+      tile::reads_done_wait(tile::Thread{}, p.team, p.reads_done, p.reads_expected);
   }
 }
 
@@ -227,25 +218,22 @@ __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const Reduc
     const bool last = s == w - 1;
     const int32_t slot = p.rb.unit_slot(u);
     if (wk.leader()) {
-      detail::wait_slot(p.team, p.gemm_signals + p.rb.gemm_tile(u), p.rb.gemm_tile(u), "consumer_tile_wait");
-      if (s > 0) detail::wait_slot(p.team, p.unit_signals + slot, slot, "peer_tile_wait");
-      if (!last && p.mode == CommMode::push) tile::rank_wait(p.team, p.ready, prev);
+      tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, p.rb.gemm_tile(u));
+      // The running sum rank next passed on.
+      if (s > 0) tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.unit_signals, slot);
+      if (!last && p.mode == CommMode::push) tile::rank_wait(tile::Thread{}, p.team, p.ready, prev);
     }
     wk.sync();
     const T* srcs[2] = {detail::at(p.partial, n, u), nullptr};
     if (s > 0)
       srcs[1] = p.mode == CommMode::push ? detail::at<const T>(p.stage, n, u)
-                                         : detail::at<const T>(ll::symm_at(p.team, p.stage, next), n, u);
+                                         : detail::at<const T>(tile::peer_view(p.team, p.stage, next), n, u);
     T* dst = last ? detail::at(p.out, n, u, p.rb.block_begin(me))
-                  : detail::at(p.mode == CommMode::push ? ll::symm_at(p.team, p.stage, prev) : p.stage, n, u);
+                  : detail::at(p.mode == CommMode::push ? tile::peer_view(p.team, p.stage, prev) : p.stage, n, u);
     wk.sum<T, 2>(srcs, s > 0 ? 2 : 1, n, dst, n, u);
-    if (!last) {
-      wk.sync();
-      if (wk.leader()) {
-        ll::fence_acq_rel_sys();
-        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + slot, ll::call_epoch(p.team), ll::SignalOp::max, prev);
-      }
-    }
+    if (!last)
+      tile::producer_tile_notify<tile::Notify::owner>(wk.coop, p.team, tile::SlotPerTile{0, prev}, p.unit_signals,
+                                                      slot);
   }
   // Pull: I read rank next's stage buffer; rank prev reads mine.
   if (p.mode == CommMode::pull && w > 1) detail::finish_reads(p, 1, 1);
@@ -269,37 +257,33 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
       detail::locate(p.rb, me, 0, w - 1, item, &s, &u);
       const int32_t b = u.block;
       if (wk.leader()) {
-        detail::wait_slot(p.team, p.gemm_signals + p.rb.gemm_tile(u), p.rb.gemm_tile(u), "consumer_tile_wait");
-        tile::rank_wait(p.team, p.ready, b);
+        tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, p.rb.gemm_tile(u));
+        tile::rank_wait(tile::Thread{}, p.team, p.ready, b);
       }
       wk.sync();
       // Rank b's slot for me: [me][row - b*rpr][col] of its stage buffer.
-      T* dst = detail::at(ll::symm_at(p.team, p.stage, b) + int64_t(me) * rpr * n, n, u, b * rpr);
+      T* dst = detail::at(tile::peer_view(p.team, p.stage, b) + int64_t(me) * rpr * n, n, u, b * rpr);
       const T* srcs[1] = {detail::at(p.partial, n, u)};
       wk.sum<T, 1>(srcs, 1, n, dst, n, u);
-      wk.sync();
-      if (wk.leader()) {
-        ll::fence_acq_rel_sys();
-        ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(p.rb.unit_slot(u)) * w + me,
-                                      ll::call_epoch(p.team), ll::SignalOp::max, b);
-      }
+      tile::peer_tile_notify(wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, p.rb.unit_slot(u), b);
       continue;
     }
     const Unit u = p.rb.unit(me, item - pushes);
     const int32_t slot = p.rb.unit_slot(u), t = p.rb.gemm_tile(u);
     if (wk.leader()) {
       for (int32_t q = 0; q < w; ++q) {
-        if (p.mode == CommMode::push)
-          detail::wait_slot(p.team, q == me ? p.gemm_signals + t : p.unit_signals + int64_t(slot) * w + q,
-                            q == me ? t : slot, q == me ? "consumer_tile_wait" : "peer_tile_wait");
-        else  // the GEMM of every rank notified me, the owner, in slot t*W + q
-          detail::wait_slot(p.team, p.gemm_signals + int64_t(t) * w + q, t, "peer_tile_wait");
+        if (p.mode == CommMode::pull)  // the GEMM of every rank notified me, the owner, in slot t*W + q
+          tile::peer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, t, q);
+        else if (q == me)
+          tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, t);
+        else
+          tile::peer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.unit_signals, slot, q);
       }
     }
     wk.sync();
     const T* srcs[kMaxSrc] = {};
     for (int32_t q = 0; q < w; ++q) {
-      if (p.mode == CommMode::pull) srcs[q] = detail::at<const T>(ll::symm_at(p.team, p.partial, q), n, u);
+      if (p.mode == CommMode::pull) srcs[q] = detail::at<const T>(tile::peer_view(p.team, p.partial, q), n, u);
       else srcs[q] = q == me ? detail::at(p.partial, n, u) : detail::at<const T>(p.stage + int64_t(q) * rpr * n, n, u, me * rpr);
     }
     wk.sum<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u, me * rpr), n, u);
@@ -335,15 +319,14 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
     const int32_t slot = p.rb.unit_slot(u), t = p.rb.gemm_tile(u);
     if (reduce) {
       if (wk.leader()) {
-        for (int32_t q = 0; q < w; ++q)
-          detail::wait_slot(p.team, p.gemm_signals + int64_t(t) * w + q, t, "peer_tile_wait");
+        for (int32_t q = 0; q < w; ++q) tile::peer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, t, q);
         if (!one_shot)
           for (int32_t q = 0; q < w; ++q)
-            if (q != me) tile::rank_wait(p.team, p.ready, q);
+            if (q != me) tile::rank_wait(tile::Thread{}, p.team, p.ready, q);
       }
       wk.sync();
       const T* srcs[kMaxSrc] = {};
-      for (int32_t q = 0; q < w; ++q) srcs[q] = detail::at<const T>(ll::symm_at(p.team, p.partial, q), n, u);
+      for (int32_t q = 0; q < w; ++q) srcs[q] = detail::at<const T>(tile::peer_view(p.team, p.partial, q), n, u);
       wk.sum<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u), n, u);
       if (!one_shot) {
         // Broadcast the finished unit into every peer's stage buffer, then tell it.
@@ -351,20 +334,11 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceP
         const T* mine[1] = {detail::at<const T>(p.out, n, u)};
         for (int32_t q = 0; q < w; ++q)
           if (q != me)
-            wk.sum<T, 1>(mine, 1, n, detail::at(ll::symm_at(p.team, p.stage, q), n, u), n, u);
-        wk.sync();
-        if (wk.leader()) {
-          ll::fence_acq_rel_sys();
-          for (int32_t q = 0; q < w; ++q)
-            if (q != me)
-              ll::signal_op<ll::Scope::sys>(p.team, p.unit_signals + int64_t(slot) * w + me, ll::call_epoch(p.team),
-                                            ll::SignalOp::max, q);
-        }
+            wk.sum<T, 1>(mine, 1, n, detail::at(tile::peer_view(p.team, p.stage, q), n, u), n, u);
+        tile::peer_tile_notify(wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, slot, tile::RankSet{0, w - 1, me});
       }
     } else {
-      if (wk.leader())
-        detail::wait_slot(p.team, p.unit_signals + int64_t(slot) * w + u.block, slot, "peer_tile_wait");
-      wk.sync();
+      tile::peer_tile_wait(wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, slot, u.block);
       const T* srcs[1] = {detail::at<const T>(p.stage, n, u)};
       wk.sum<T, 1>(srcs, 1, n, detail::at(p.out, n, u), n, u);
     }
