@@ -9,20 +9,13 @@ namespace tilelink::test {
 
 namespace {
 
-__host__ __device__ inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // One thread per 8-byte word of the pattern; the first and last words may be partial (the
 // buffer need not be aligned: word w covers pattern bytes [8w, 8w+8)).
 __global__ void fill_random_kernel(uint8_t* p, size_t bytes, uint64_t seed) {
   const size_t words = (bytes + 7) / 8;
   for (size_t w = blockIdx.x * size_t(blockDim.x) + threadIdx.x; w < words;
        w += size_t(gridDim.x) * blockDim.x) {
-    const uint64_t v = splitmix64(seed + w);
+    const uint64_t v = random_word(seed, w);
     const size_t end = bytes - 8 * w < 8 ? bytes - 8 * w : 8;
     for (size_t i = 0; i < end; ++i) p[8 * w + i] = uint8_t(v >> (8 * i));
   }
@@ -56,7 +49,7 @@ uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
 void random_bytes(void* host, size_t bytes, uint64_t seed) {
   auto* p = static_cast<uint8_t*>(host);
   for (size_t w = 0; 8 * w < bytes; ++w) {
-    const uint64_t v = splitmix64(seed + w);
+    const uint64_t v = random_word(seed, w);
     for (size_t i = 0; i < 8 && 8 * w + i < bytes; ++i) p[8 * w + i] = uint8_t(v >> (8 * i));
   }
 }

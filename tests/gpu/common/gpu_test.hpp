@@ -7,11 +7,11 @@
 //             matrix: with one GPU visible all ranks share it; with two, odd sizes share them
 //             unevenly (3 ranks: two on GPU 0, one on GPU 1). Tests must hold on any of these
 //             layouts (scripts/gpu_check.sh runs both visibilities).
-//             TILELINK_TEST_KEEP_WORLDS=1 keeps every size's world alive instead.
 //   Data:     fresh_seed() differs every run unless TILELINK_TEST_SEED fixes it (print it:
 //             SCOPED_TRACE(seed_trace(seed))); random bytes are a pure function of (seed,
-//             index), identical on host and device, so the expected result of a peer's data is
-//             computed on the host without a download;
+//             index), identical on host and device (random_word / random_byte, callable in a
+//             kernel), so the expected result of a peer's data is computed on the host without a
+//             download;
 //             poison_device() before a run; bytes_equal() compares bitwise and names the first
 //             mismatches.
 //   MPI:      run_tests_in_mpi_world() is the main() of the multi-process tests (mpirun);
@@ -30,6 +30,7 @@
 
 #include "tilelink/runtime/context.hpp"
 #include "tilelink/core/error.hpp"
+#include "tilelink/ll/team.cuh"  // TL_HOST_DEVICE: host and device under nvcc, host-only from .cpp
 #include "tilelink/runtime/world.hpp"
 
 namespace tilelink::test {
@@ -41,7 +42,7 @@ inline constexpr int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 // The cached in-process world of `ranks` ranks with a `heap_mib` MiB heap per rank. Its wait
 // timeout is the environment's (TILELINK_WAIT_TIMEOUT_MS) or the runtime default.
 InProcessWorld& world(int ranks, size_t heap_mib = kDefaultHeapMiB);
-// Destroys every cached world (done automatically after the last test).
+// Destroys the cached world (done automatically after the last test).
 void release_worlds();
 
 // Parameterised on the world size: TEST_P(MySuite, ...) { world().run(...); }
@@ -64,7 +65,20 @@ uint64_t fresh_seed();
 std::string seed_trace(uint64_t seed);
 // A seed derived from a base seed and up to three coordinates (rank, case, ...).
 uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0);
-// Byte i of the pattern is byte (i % 8) of splitmix64(seed + i / 8) (little-endian).
+// The random pattern, callable on host and device (kernels that generate a peer's data on the
+// fly, and the host that predicts it, agree bit for bit): word w is splitmix64(seed + w), and
+// byte i is byte (i % 8) of word i / 8 (little-endian).
+TL_HOST_DEVICE uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+TL_HOST_DEVICE uint64_t random_word(uint64_t seed, uint64_t w) { return splitmix64(seed + w); }
+TL_HOST_DEVICE uint8_t random_byte(uint64_t seed, uint64_t i) {
+  return uint8_t(random_word(seed, i / 8) >> (8 * (i % 8)));
+}
+// Bytes [0, bytes) of the pattern.
 void random_bytes(void* host, size_t bytes, uint64_t seed);
 std::vector<uint8_t> random_bytes(size_t bytes, uint64_t seed);
 // The same pattern written on the device, on `stream` (asynchronous).
