@@ -243,15 +243,17 @@ bool Context::is_symmetric(const void* p, size_t bytes) const {
 
 uint64_t Context::begin_op(const char* op, cudaStream_t stream) {
   const uint64_t epoch = begin_op(op);
-  // One rank signals nobody: its kernels compare with nothing, so its GEMMs pay no extra launch.
-  device_epoch_ = true;
-  if (num_ranks_ > 1) detail::enqueue_epoch_advance(team(), stream);
+  // One rank signals nobody, so its calls pay no extra launch: their kernels take the host's count
+  // (Team::epoch). Left to the word, which only this path advances, they would all read the same
+  // stale epoch, and a wait would take the abort slot's zero for an abort of its call.
+  device_epoch_ = num_ranks_ > 1;
+  if (device_epoch_) detail::enqueue_epoch_advance(team(), stream);
   return epoch;
 }
 
 uint64_t Context::begin_op_in_kernel(const char* op) {
   const uint64_t epoch = begin_op(op);
-  device_epoch_ = true;
+  device_epoch_ = num_ranks_ > 1;  // as in begin_op(op, stream)
   return epoch;
 }
 

@@ -142,7 +142,10 @@ class Context {
   // Starts an op call whose work runs in stream order from `stream`: also advances the device
   // epoch word on `stream` (one tiny kernel), which the call's kernels read (ll::call_epoch). Such
   // a call may be captured in a CUDA graph: every replay advances the word again. Returns the
-  // host's count of calls (what errors and traces name), which replays do not advance.
+  // host's count of calls (what errors and traces name), which replays do not advance. In a world
+  // of one rank, which signals nobody, nothing is launched and kernels read the host's count
+  // (a replay, the capture's): counting signals, re-armed every call, still work there; epoch
+  // flags raised by one replay would satisfy the next one's waits.
   uint64_t begin_op(const char* op, cudaStream_t stream);
   // Starts an op call that is one kernel which advances the device epoch word itself
   // (ll::kernel_call_team / ll::end_kernel_call_block): like begin_op(op, stream), capturable,
