@@ -204,15 +204,19 @@ double split_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, in
 // adds them. No chain, so a short grid can split K many ways — but the extra pass (a launch, the
 // partial sums written and read: kReducePassCost and the bytes term below) must pay, so
 // K >= kMinReduceDepth, slices of at least kMinReduceSliceK and at least kMinReduceSplits of them;
-// K must divide into slices of whole 8-element steps, so the count is the best-scoring divisor,
-// not simply the largest. Measured on grids of 2-13 tiles with K of 2072-4240 (docs/PERF.md):
-// 3-13 slices ran 1.4-2.3x faster than whole tiles; 2 slices lost every time (0.45-0.64x cuBLASLt
-// against 0.49-0.80x whole), the pass costing more than half a short K loop saves.
+// the count is the best-scoring one, not simply the largest. Measured on grids of 2-13 tiles with
+// K of 2072-4240 (docs/PERF.md): 3-13 slices ran 1.4-2.3x faster than whole tiles; 2 slices lost
+// every time (0.45-0.64x cuBLASLt against 0.49-0.80x whole), the pass costing more than half a
+// short K loop saves. (Swapped tiles over few rows are scored by swapped_time_score instead.)
+// Slices are whole 8-element steps; the pass multiplies the columns left over (k_slices: fewer
+// than 8 x splits) on CUDA cores, so that tail is kept to a few hundred thousand products per
+// pass — small next to the 3-10 us such GEMMs take.
 constexpr int64_t kMinReduceDepth = 2048;
 constexpr int64_t kMinReduceSliceK = 256;
 constexpr int64_t kMinReduceSplits = 3;
 constexpr double kReducePassCost = 0.92;
 constexpr double kMaxPartialBytes = 256.0 * 1024 * 1024;
+constexpr double kMaxTailProducts = 4.0 * 1024 * 1024;
 
 double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
   // The partial sums cross memory twice (written, read back) against the operands' bytes.
@@ -229,7 +233,7 @@ int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
   int best = 1;
   double best_score = 0.0;
   for (int64_t splits = kMinReduceSplits; splits <= cap; ++splits) {
-    if (s.K % (8 * splits) != 0) continue;
+    if (double(k_slices(s.K, int(splits)).tail) * double(s.M) * double(s.N) > kMaxTailProducts) continue;
     if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
     const double score = reduce_efficiency(s, c, sms, int(splits));
     if (score > best_score + 1e-9) best = int(splits), best_score = score;
@@ -278,11 +282,38 @@ constexpr Prior kPriors[] = {
     // 128x128 without a cluster: 0.53-0.66x cuBLASLt data-parallel where the ping-pong 128x128
     // ran 0.65-0.80x. Swapped 128x64: for M <= 64 one tile column holds every row and the GEMM is
     // bound by reading B; it ran 0.70-0.95x where the 64x128 ping-pong it ties with on grid fill
-    // ran 0.47-0.76x (each of its clusters idles one consumer warp group). Above M = 64 the narrow
-    // tile ran 0.31-0.49x.
+    // ran 0.47-0.76x (each of its clusters idles one consumer warp group). How many rows a
+    // swapped tile may take: swapped_columns_factor below.
     {GemmConfig::sk_128x256_c2x1, 1.02, 0.98}, {GemmConfig::sk_128x128_c1x1, 0.80, 0.76},
-    {GemmConfig::skba_128x64_c1x1, 1.00, 1.00, 64, 0.30},
+    {GemmConfig::skba_128x64_c1x1, 0.92, 0.92},
+    // Swapped 64-row tiles as narrow as M (docs/PERF.md, "narrow swapped tiles"): on 43 shapes of
+    // M <= 777 the 64x16 tile ran 0.96-1.06x cuBLASLt whole where its grid was full (M <= 16, N of
+    // 8k-29k), 0.78-1.01x split. A little below the 128-row swapped tile where both hold all rows
+    // at M = 33-64 and deep K (40 x 784 x 16248, 64 rows wide: 0.83x against 0.90x).
+    {GemmConfig::ppba_64x16_c1x1, 1.00, 1.00}, {GemmConfig::ppba_64x32_c1x1, 1.00, 1.00},
 };
+
+// A swapped tile holds tile_n of A's rows, so ceil(M / tile_n) tile columns each read all of B.
+// One column is the case it is for. A few columns won where K is short (56 x 608 x 936 on four
+// 64x16 columns: 0.96x cuBLASLt, the best unswapped tile 0.71x; 309 x 2360 x 560 on five 128x64
+// columns: 1.14x) and lost where it is not (116 x 4088 x 6328 on two 64x64 columns: 0.78x against
+// 0.99x; 40 x 784 x 16248 on three 64x16 columns 0.59x against one 128x64 column 0.90x; the
+// 128x64 tile at M of 2000-2400 and deep K: 0.31-0.49x), and each extra column cost a little even
+// where B stays in L2 (24 x 4264 x 696: one 64x32 column 0.96x, two 64x16 columns 0.86x).
+constexpr int64_t kMaxSwappedColumns = 5;
+constexpr int64_t kMaxSwappedColumnsK = 4096;
+constexpr double kSwappedBeyond = 0.30;
+constexpr double kExtraColumnCost = 0.03;
+constexpr double kL2Bytes = 40.0 * 1024 * 1024;
+
+int64_t swapped_columns(const GemmShape& s, const GemmConfigInfo& c) { return (s.M + c.tile_n - 1) / c.tile_n; }
+
+double swapped_columns_factor(const GemmShape& s, const GemmConfigInfo& c) {
+  const int64_t columns = swapped_columns(s, c);
+  if (columns == 1) return 1.0;
+  if (columns > kMaxSwappedColumns || s.K > kMaxSwappedColumnsK) return kSwappedBeyond;
+  return 1.0 - kExtraColumnCost * double(columns - 1);
+}
 
 // Deep K (> kDeepK): 128x128 and smaller tiles ran 0.61-0.81x cuBLASLt data-parallel on the
 // random shapes (e.g. 8712x1544x17120, 128x128 ping-pong: 0.69x) where the 128x256 tiles with
@@ -303,15 +334,16 @@ double fitted_prior(GemmConfig cfg, const GemmShape& s) {
 
 double throughput_prior(GemmConfig cfg, const GemmShape& s) {
   const GemmConfigInfo& info = config_info(cfg);
-  const double deep = s.K > kDeepK && info.operands == GemmOperands::ab && info.tile_m * info.tile_n <= 128 * 128
-                          ? kDeepKSmallTile
-                          : 1.0;
-  if (const double p = fitted_prior(cfg, s); p > 0.0) return p * deep;
+  double factor = s.K > kDeepK && info.operands == GemmOperands::ab && info.tile_m * info.tile_n <= 128 * 128
+                    ? kDeepKSmallTile
+                    : 1.0;
+  if (info.operands == GemmOperands::ba) factor *= swapped_columns_factor(s, info);
+  if (const double p = fitted_prior(cfg, s); p > 0.0) return p * factor;
   // Configs without a fitted prior (sweep set, when allowed): by tile area.
-  if (info.schedule == GemmSchedule::pp) return 0.90 * deep;
+  if (info.schedule == GemmSchedule::pp) return 0.90 * factor;
   const int area = info.tile_m * info.tile_n;
   const double p = area >= 128 * 256 ? 1.0 : area >= 128 * 192 ? 0.97 : area >= 128 * 176 ? 0.96 : 0.93;
-  return (s.K <= 2048 ? p * 0.96 : p) * deep;
+  return (s.K <= 2048 ? p * 0.96 : p) * factor;
 }
 
 struct Candidate {
@@ -319,22 +351,79 @@ struct Candidate {
   double score;
 };
 
-// The best work division of one config for the shape.
+// Swapped tiles over few rows are bound by streaming B, not by the MMA, and the share of the
+// grid they fill says little about their speed there: a CTA streams its tile's rows of B at
+// ~100 GB/s and ~40 of them saturate the 4 TB/s of HBM, so 25 tiles of 64 weight rows ran 8.2 us
+// whole against 9.8 us split (6 x 1560 x 3568), while 8 of them ran 22.9 us whole against 8.8 us
+// in 11 slices (5 x 488 x 13424). For them the rule scores a predicted time instead:
+//   t = floor + max(all bytes / HBM, waves x max(a tile's bytes / SM rate, its MMA work / SM
+//   rate)), plus the summing pass and the partial sums' traffic when K is split,
+// against the time of the ideal kernel (floor + max(bytes / HBM, MMA work / whole GPU)).
+// Calibrated on 50 one-column (config, shape) pairs of M <= 56 (docs/PERF.md, "narrow swapped
+// tiles"): predicted and measured times within ~20%, the better of whole and split right in all
+// but near-ties.
+constexpr double kFloorUs = 3.0;           // a launch, the pipeline filling, the epilogue's stores
+constexpr double kReducePassUs = 4.0;      // the summing pass: a second launch and its round trip
+constexpr double kHbmBytesPerUs = 4.0e6;   // 4 TB/s
+constexpr double kSmBytesPerUs = 1.0e5;    // 100 GB/s per CTA streaming its tiles
+constexpr double kSmFlopsPerUs = 5.0e6;    // 5 TFLOP/s per SM on bf16 MMA
+
+bool memory_bound_swapped(const GemmShape& s, const GemmConfigInfo& c) {
+  return c.operands == GemmOperands::ba && swapped_columns(s, c) <= kMaxSwappedColumns;
+}
+
+// Ideal time over predicted time of a swapped config run whole (splits = 1) or in `splits`
+// slices with a separate sum.
+double swapped_time_score(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t columns = swapped_columns(s, c);
+  const double b_bytes = double(s.N) * double(s.K) * 2.0, a_bytes = double(s.M) * double(s.K) * 2.0;
+  const double flops = 2.0 * double(s.M) * double(s.N) * double(s.K);
+  const double ideal = kFloorUs + std::max((a_bytes + b_bytes) / kHbmBytesPerUs, flops / (sms * kSmFlopsPerUs));
+  const double slice_k = double(s.K) / splits;
+  const double unit_bytes = double(c.tile_m + c.tile_n) * slice_k * 2.0;
+  const double unit_flops = 2.0 * double(c.tile_m) * double(c.tile_n) * slice_k;
+  const double unit_us = std::max(unit_bytes / kSmBytesPerUs, unit_flops / kSmFlopsPerUs);
+  const int64_t waves = (g.units * splits + g.slots - 1) / g.slots;
+  // Every column reads all of B; from L2 while B fits there, else from memory again.
+  const double read_bytes = a_bytes + b_bytes * (b_bytes > kL2Bytes ? double(columns) : 1.0);
+  double t = kFloorUs + std::max(read_bytes / kHbmBytesPerUs, double(waves) * unit_us);
+  if (splits > 1) t += kReducePassUs + 2.0 * double(splits) * double(s.M) * double(s.N) * 4.0 / kHbmBytesPerUs;
+  return ideal / t;
+}
+
+// The best work division of one config for the shape: `plain` configs may also split K with a
+// separate sum, and those on the stream-K scheduler (`sk`) chain split-K or run stream-K.
 Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
   const GemmConfigInfo& c = config_info(cfg);
   const double prior = throughput_prior(cfg, s);
-  Candidate best{GemmPlan{cfg}, wave_efficiency(s, c, sms) * prior};
-  if (c.schedule != GemmSchedule::sk) return best;
-  const int splits = split_count(s, c, sms);
-  if (splits >= 2) {
-    const double score = split_efficiency(s, c, sms, splits) * prior;
-    if (score > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k, splits}, score};
+  if (memory_bound_swapped(s, c)) {
+    Candidate best{GemmPlan{cfg}, swapped_time_score(s, c, sms, 1) * prior};
+    const GridCount g = grid_count(s, c, sms);
+    const int64_t by_grid = std::max<int64_t>(1, g.slots / g.units);
+    const int64_t cap = s.K < kMinReduceDepth ? 0 : std::min({by_grid, s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
+    for (int sp = int(kMinReduceSplits); sp <= cap; ++sp) {
+      if (double(k_slices(s.K, sp).tail) * double(s.M) * double(s.N) > kMaxTailProducts) continue;
+      if (double(sp) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
+      const double score = swapped_time_score(s, c, sms, sp) * prior;
+      if (score > best.score + 1e-9)
+        best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k_reduce, sp}, score};
+    }
+    return best;
   }
+  Candidate best{GemmPlan{cfg}, wave_efficiency(s, c, sms) * prior};
+  if (c.set != GemmConfigSet::plain) return best;
   const int reduce_splits = reduce_split_count(s, c, sms);
   if (reduce_splits >= 2) {
     const double score = reduce_efficiency(s, c, sms, reduce_splits) * prior;
     if (score > best.score + 1e-9)
       best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k_reduce, reduce_splits}, score};
+  }
+  if (c.schedule != GemmSchedule::sk) return best;
+  const int splits = split_count(s, c, sms);
+  if (splits >= 2) {
+    const double score = split_efficiency(s, c, sms, splits) * prior;
+    if (score > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k, splits}, score};
   }
   const double sk = stream_k_efficiency(s, c, sms) * prior;
   if (sk > best.score + 1e-9) best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::stream_k, 1}, sk};
@@ -389,7 +478,7 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
 
 // ---- workspace -------------------------------------------------------------------------------
 size_t gemm_workspace_bytes(const GemmShape& shape, DType dtype, const GemmPlan& plan, int sm_budget) {
-  if (config_info(plan.config).schedule != GemmSchedule::sk) return 0;
+  if (config_info(plan.config).set != GemmConfigSet::plain) return 0;
   const GemmLaunchOptions opt = launch_options(plan, sm_budget);
   switch (plan.config) {
 #define TILELINK_GEMM_X_WS_plain(name)                                                          \

@@ -54,35 +54,74 @@ TEST(GemmHeuristic, SmallerSmBudgetStillFindsAConfig) {
 }
 
 // The plain GEMM (lib + plain configs) on short grids: few output tiles and deep K split K
-// across idle SMs; a few rows swap operands so the 128-row MMA tiles hold weight rows.
+// across idle SMs; a few rows swap operands so the MMA tiles hold weight rows.
 g::GemmPlan plain(int64_t m, int64_t n, int64_t k, int sms = 132) {
   return g::choose_config(g::packed({m, n, k}), DType::bf16, sms, g::kPlainConfigMask, g::PlanUse::plain);
 }
 
+TEST(GemmHeuristic, FewRowsTakeANarrowSwappedTile) {
+  // All of M in one column of a swapped tile as narrow as M, 64 weight rows per tile: 9 x 9688 x
+  // 3480 ran 1.06x cuBLASLt on the 64x16 tile, 0.91x on the 128x64 one.
+  EXPECT_EQ(plain(9, 9688, 3480).config, g::GemmConfig::ppba_64x16_c1x1);
+  EXPECT_EQ(plain(9, 9688, 3480).decomposition, g::Decomposition::data_parallel);
+  EXPECT_EQ(plain(24, 4264, 696).config, g::GemmConfig::ppba_64x32_c1x1);
+  for (int64_t m : {1, 7, 16, 30, 60, 100, 200})
+    for (int64_t n : {512, 4096, 28672})
+      for (int64_t k : {512, 4096, 16384}) {
+        const auto& c = g::config_info(plain(m, n, k).config);
+        if (c.operands != g::GemmOperands::ba || n * k < 4096 * 4096) continue;
+        // A large B is not read by more than four tile columns: each reads all of it again.
+        EXPECT_LE((m + c.tile_n - 1) / c.tile_n, 4) << m << "x" << n << "x" << k << " " << c.name;
+      }
+  // B larger than L2 is not read again per column: 48 x 1944 x 16936 (66 MB) takes one column
+  // (measured 0.79x; three 64x16 columns 0.51x).
+  const auto& deep = g::config_info(plain(48, 1944, 16936).config);
+  EXPECT_EQ(deep.operands, g::GemmOperands::ba);
+  EXPECT_GE(deep.tile_n, 48);
+}
+
 TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
-  // M = 5, N = 2048, K = 16384: 16 swapped tiles of 128 weight rows; 8 slices of 2048, summed in
-  // a separate pass, fill 128 SMs.
+  // M = 5, N = 2048, K = 16384: 32 swapped tiles of 64 weight rows, each streaming 2 MB of B
+  // whole (~21 us at a CTA's ~100 GB/s); 3 slices with a separate sum stream all of B (67 MB) at
+  // the memory's rate, which more slices cannot beat.
   const g::GemmPlan p = plain(5, 2048, 16384);
-  EXPECT_EQ(p.config, g::GemmConfig::skba_128x64_c1x1);
+  EXPECT_EQ(p.config, g::GemmConfig::ppba_64x16_c1x1);
   EXPECT_EQ(p.decomposition, g::Decomposition::split_k_reduce);
-  EXPECT_EQ(p.splits, 8);
+  EXPECT_EQ(p.splits, 3);
   EXPECT_EQ(p.swizzle, 1);
-  // K / 8 = 1678 = 2 x 839 has no slice count between 3 and 32: the chained split, at most 4.
-  const g::GemmPlan chained = plain(5, 488, 13424);
-  EXPECT_EQ(chained.decomposition, g::Decomposition::split_k);
-  EXPECT_EQ(chained.splits, 4);
+  // Enough tiles to saturate memory run whole (6 x 1560 x 3568, 25 tiles: 8.2 us whole, 9.8 us
+  // and more in any number of slices).
+  EXPECT_EQ(plain(6, 1560, 3568).decomposition, g::Decomposition::data_parallel);
+  // K / 8 with no divisor in range splits all the same, the last columns left to the summing pass:
+  // 13424 / 8 = 2 x 839, 30 x 288 x 6088 (6088 / 8 = 761, prime).
+  for (const g::GemmPlan& q : {plain(5, 488, 13424), plain(30, 288, 6088)}) {
+    EXPECT_EQ(q.decomposition, g::Decomposition::split_k_reduce);
+    EXPECT_GE(q.splits, 3);
+  }
   // Shallow K is not split, however short the grid: splitting costs more than the idle SMs
   // (measured: no gain at K <= 4096 even on 7 tiles with the chained fixup).
   EXPECT_EQ(plain(5, 2048, 1536).decomposition, g::Decomposition::data_parallel);
-  // From K = 2048 a separate sum splits a grid of a few tiles: 50 x 648 x 2952 is 6 swapped tiles,
-  // K / 8 = 9 x 41: 9 slices of 328 (measured 0.89x cuBLASLt; whole tiles 0.42x).
-  const g::GemmPlan sliced = plain(50, 648, 2952);
-  EXPECT_EQ(sliced.decomposition, g::Decomposition::split_k_reduce);
-  EXPECT_EQ(sliced.splits, 9);
-  // ...but never into 2 slices, which lost to whole tiles wherever measured: K / 8 = 2 x 223.
-  EXPECT_EQ(plain(6, 1560, 3568).decomposition, g::Decomposition::data_parallel);
-  // Rows beyond one 64-wide column do not take the narrow swapped tile.
-  EXPECT_NE(plain(2324, 1704, 19912).config, g::GemmConfig::skba_128x64_c1x1);
+  // Rows beyond a few narrow columns do not take a swapped tile.
+  EXPECT_NE(g::config_info(plain(2324, 1704, 19912).config).operands, g::GemmOperands::ba);
+}
+
+// split_k_reduce's slices are whole 8-element steps from column 0; what is left over is shorter
+// than one step per slice, and slices plus tail are exactly K.
+TEST(GemmHeuristic, KSlicesCoverKInWholeStepsWithAShortTail) {
+  for (int64_t k = 8; k <= 40000; k += 8)
+    for (int splits : {2, 3, 5, 7, 16, 32}) {
+      if (k < 8 * splits) continue;
+      const g::KSlices cut = g::k_slices(k, splits);
+      ASSERT_EQ(cut.slice_k % 8, 0) << k << " / " << splits;
+      ASSERT_GE(cut.slice_k, 8) << k << " / " << splits;
+      ASSERT_EQ(cut.slice_k * splits + cut.tail, k) << k << " / " << splits;
+      ASSERT_GE(cut.tail, 0) << k << " / " << splits;
+      ASSERT_LT(cut.tail, 8 * splits) << k << " / " << splits;
+      ASSERT_EQ(cut.tail % 8, 0) << k << " / " << splits;
+    }
+  EXPECT_EQ(g::k_slices(6088, 4).slice_k, 1520);  // K / 8 = 761, prime: 4 slices and 8 columns over
+  EXPECT_EQ(g::k_slices(6088, 4).tail, 8);
+  EXPECT_EQ(g::k_slices(4104, 9).tail, 0);
 }
 
 TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
@@ -94,7 +133,11 @@ TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
           const g::GemmPlan p = plain(m, n, k, sms);
           const auto& c = g::config_info(p.config);
           EXPECT_NE(c.set, g::GemmConfigSet::sweep);
-          if (c.schedule != g::GemmSchedule::sk) EXPECT_EQ(p.decomposition, g::Decomposition::data_parallel);
+          if (c.set != g::GemmConfigSet::plain) EXPECT_EQ(p.decomposition, g::Decomposition::data_parallel);
+          if (c.schedule != g::GemmSchedule::sk) {
+            EXPECT_NE(p.decomposition, g::Decomposition::split_k);
+            EXPECT_NE(p.decomposition, g::Decomposition::stream_k);
+          }
           if (p.decomposition != g::Decomposition::split_k && p.decomposition != g::Decomposition::split_k_reduce)
             continue;
           ++splits_seen;
@@ -104,10 +147,13 @@ TEST(GemmHeuristic, EverySplitPlanFillsAtMostOneWaveWithDeepEnoughSlices) {
             EXPECT_LE(p.splits, 4);
             EXPECT_GE(k, 8192) << m << "x" << n << "x" << k;
             EXPECT_GE(k / p.splits, 2048) << m << "x" << n << "x" << k;
-          } else {  // a separate sum: at least 3 whole 8-element slices of >= 256
+          } else {  // a separate sum: at least 3 whole 8-element slices of >= 256, a short tail
             EXPECT_GE(p.splits, 3) << m << "x" << n << "x" << k;
-            EXPECT_EQ(k % (8 * p.splits), 0) << m << "x" << n << "x" << k;
-            EXPECT_GE(k / p.splits, 256) << m << "x" << n << "x" << k;
+            const g::KSlices cut = g::k_slices(k, p.splits);
+            EXPECT_EQ(cut.slice_k % 8, 0);
+            EXPECT_GE(cut.slice_k, 256) << m << "x" << n << "x" << k;
+            EXPECT_LT(cut.tail, 8 * p.splits);
+            EXPECT_LE(double(cut.tail) * double(m) * double(n), 4.0 * 1024 * 1024) << m << "x" << n << "x" << k;
           }
           const bool ba = c.operands == g::GemmOperands::ba;
           const int64_t km = ba ? n : m, kn = ba ? m : n;

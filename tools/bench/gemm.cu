@@ -484,9 +484,9 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   };
 
   // ---- 2b. work divisions of the plain configs ------------------------------------------------
-  // Each `lib` config data-parallel; each `plain` config data-parallel, split 2/4/8/16 ways
-  // (where K allows >= 256 per slice), split 2-16 ways with a separate sum (where K divides) and
-  // stream-K, against cuBLAS: the table the split rules and the plain priors are fitted to.
+  // Each `lib` config data-parallel; each `plain` config data-parallel and split 2-16 ways with a
+  // separate sum, and those on the stream-K scheduler split 2/4/8/16 ways (where K allows >= 256
+  // per slice) and stream-K, against cuBLAS: the table the split rules and the plain priors are fitted to.
   if (args.has("divisions")) {
     std::printf("\n== work divisions of the plain configs (%d samples each, paired with cuBLAS) ==\n", sweep_samples);
     std::fflush(stdout);
@@ -500,13 +500,14 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
           plans.push_back(
               choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i, use));
         if (config_info(c).set != GemmConfigSet::plain) continue;
+        const bool stream_k_scheduler = config_info(c).schedule == GemmSchedule::sk;
         plans.push_back(GemmPlan{c});
         for (int sp : {2, 4, 8, 16})
-          if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
+          if (stream_k_scheduler && s.K / sp >= 256)
+            plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
         for (int sp = 2; sp <= 16; ++sp)
-          if (s.K / sp >= 256 && s.K % (8 * sp) == 0)
-            plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, sp});
-        plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
+          if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, sp});
+        if (stream_k_scheduler) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
       }
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
       measure_plans("division", s, b, plans, " chosen " + plan_str(chosen));

@@ -216,9 +216,9 @@ void setup_kernel(int device) {
 namespace detail {
 
 // The kernel's Arguments for a packed shape (operands may be null: a workspace query). With
-// k_batches > 1 (split_k_reduce) K is cut into k_batches slices of K / k_batches, run as the batch
-// mode: slice l reads A and B at column l * K / k_batches and writes D's batch l (row-major
-// [k_batches][M][ldd]).
+// k_batches > 1 (split_k_reduce) K is cut into k_batches slices of k_slices(K, k_batches).slice_k,
+// run as the batch mode: slice l reads A and B at column l * slice_k and writes D's batch l
+// (row-major [k_batches][M][ldd]); the columns after the last slice are the summing pass's.
 template <class Element, class Hooks, GemmConfig C, class Out = Element>
 typename Kernel<Element, Hooks, C, Out>::GemmKernel::Arguments make_arguments(
     const GemmShape& s, const void* A, const void* B, void* D, const Hooks& hooks, const GemmLaunchOptions& opt,
@@ -227,7 +227,7 @@ typename Kernel<Element, Hooks, C, Out>::GemmKernel::Arguments make_arguments(
   using GemmKernel = typename K::GemmKernel;
   using E = typename K::Element;
   using ED = typename K::ElementD;
-  const int64_t k_slice = s.K / k_batches;
+  const int64_t k_slice = k_batches > 1 ? k_slices(s.K, k_batches).slice_k : s.K;
   constexpr GemmConfigInfo info = config_info(C);
   const char* who = info.name;
 
@@ -275,7 +275,8 @@ typename Kernel<Element, Hooks, C, Out>::GemmKernel::Arguments make_arguments(
       sched.decomposition_mode = Mode::DataParallel;
     }
   } else {
-    TL_REQUIRE(opt.decomposition == Decomposition::data_parallel, "gemm[", who, "]: ",
+    const bool batched_slices = k_batches > 1 && opt.decomposition == Decomposition::split_k_reduce;
+    TL_REQUIRE(opt.decomposition == Decomposition::data_parallel || batched_slices, "gemm[", who, "]: ",
                decomposition_name(opt.decomposition), " needs an `sk` config");
     sched.hooks = hooks;
   }
@@ -324,13 +325,13 @@ LaunchSite launch_site(const GemmLaunchOptions& opt) {
   return {device, budget, setup_kernel_on<Element, Hooks, C, Out>(device)};
 }
 
-// split_k_reduce: K / splits per slice, in whole 8-element (16-byte) steps so every slice's
-// operands stay TMA-aligned; the partial sums are fp32 [splits][M][N].
+// split_k_reduce: slices of whole 8-element (16-byte) steps (k_slices), at least one step each;
+// the partial sums are fp32 [splits][M][N].
 inline void check_reduce_splits(const GemmShape& s, int splits, const char* who) {
   TL_REQUIRE(splits >= 2 && splits <= kMaxSplits, "gemm[", who, "]: split_k_reduce needs 2..", kMaxSplits,
              " splits, got ", splits);
-  TL_REQUIRE(s.K % (8 * int64_t(splits)) == 0, "gemm[", who, "]: split_k_reduce needs K (", s.K,
-             ") divisible by 8 x splits (", splits, ")");
+  TL_REQUIRE(s.K >= 8 * int64_t(splits), "gemm[", who, "]: split_k_reduce in ", splits, " slices needs K (", s.K,
+             ") >= 8 x splits");
 }
 inline size_t partial_sums_bytes(const GemmShape& s, int splits) {
   return (size_t(splits) * size_t(s.M) * size_t(s.N) * sizeof(float) + 255) / 256 * 256;
@@ -395,7 +396,7 @@ constexpr DType dtype_of() {
 }
 
 // split_k_reduce: the slices' fp32 partial sums in one batched launch, then one pass sums them
-// in slice order into D (split_reduce.cu). Instantiated next to the plain configs' kernels.
+// into D in a fixed order (split_reduce.cu). Instantiated next to the plain configs' kernels.
 template <class Element, GemmConfig C>
 void launch_split_k_reduce(const GemmShape& s, const GemmArgs<Element>& args, const GemmLaunchOptions& opt,
                            cudaStream_t stream) {
@@ -409,8 +410,10 @@ void launch_split_k_reduce(const GemmShape& s, const GemmArgs<Element>& args, co
   const GemmShape p{s.M, s.N, s.K, s.lda, s.ldb, s.N};
   launch_kernel<Element, NoHooks, C, float>(p, args.A, args.B, partials, NoHooks{}, opt, opt.splits,
                                             base + partial_bytes, bytes - partial_bytes, stream);
-  launch_split_reduce(dtype_of<Element>(), partials, opt.splits, s.M, s.N, args.D, s.ldd, opt.overlap_previous,
-                      stream);
+  const KSlices cut = k_slices(s.K, opt.splits);
+  const KTail tail{args.A, args.B, s.lda, s.ldb, s.K - cut.tail, cut.tail};
+  launch_split_reduce(dtype_of<Element>(), partials, opt.splits, s.M, s.N, args.D, s.ldd, tail,
+                      opt.overlap_previous, stream);
 }
 
 }  // namespace detail
@@ -427,10 +430,11 @@ void gemm_launch(const GemmArgs<Element>& args_in, const Hooks& hooks, const Gem
   if (s.M == 0 || s.N == 0) return;  // nothing to compute, nothing launched
 
   if (opt.decomposition == Decomposition::split_k_reduce) {
-    if constexpr (info.schedule == GemmSchedule::sk) {
+    // Only `plain` configs have their fp32-partials kernel compiled (TILELINK_GEMM_WORKSPACE_INSTANTIATE).
+    if constexpr (info.set == GemmConfigSet::plain && std::is_same_v<Hooks, NoHooks>) {
       return detail::launch_split_k_reduce<Element, C>(s, args_in, opt, stream);
     } else {
-      ::tilelink::detail::fail("gemm[", who, "]: split_k_reduce needs an `sk` config");
+      ::tilelink::detail::fail("gemm[", who, "]: split_k_reduce needs a `plain` config");
     }
   }
   using GemmKernel = typename detail::Kernel<Element, Hooks, C>::GemmKernel;

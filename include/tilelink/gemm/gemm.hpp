@@ -95,8 +95,9 @@ const char* raster_name(Raster r);
 //   stream_k       CUTLASS's stream-K: every CTA takes an equal share of all tiles' K
 //                  iterations, so the last wave is not ragged
 //   split_k_reduce `splits` slices of K run as one batched launch writing fp32 partial sums to
-//                  the workspace, then one pass adds them in slice order into D: no chain between
-//                  slices, so many slices pay off (K must divide into 8-element multiples)
+//                  the workspace, then one pass adds them into D in a fixed order: no chain between
+//                  slices, so many slices pay off. Slices are whole 8-element steps; the last
+//                  columns no slice holds (fewer than 8 x splits) are added by that pass.
 enum class Decomposition : uint8_t { data_parallel, split_k, stream_k, split_k_reduce };
 const char* decomposition_name(Decomposition d);
 
@@ -109,6 +110,17 @@ struct GemmPlan {
   int splits = 1;  // split_k, split_k_reduce: slices of K per output tile (2..kMaxSplits)
 };
 inline constexpr int kMaxSplits = 32;
+
+// split_k_reduce's cut of K: `splits` slices of `slice_k` columns each from column 0 (whole
+// 8-element steps, so every slice's operands stay 16-byte aligned for TMA), then `tail` columns
+// (K - splits x slice_k < 8 x splits) that the summing pass multiplies itself.
+struct KSlices {
+  int64_t slice_k = 0, tail = 0;
+};
+inline constexpr KSlices k_slices(int64_t K, int splits) {
+  const int64_t slice_k = splits > 0 ? K / (8 * int64_t(splits)) * 8 : 0;
+  return {slice_k, K - int64_t(splits) * slice_k};
+}
 
 // Bit i set = GemmConfig i allowed. kLibConfigMask: the `lib` set (what the fused ops' hooked
 // kernels are compiled for); kPlainConfigMask: lib + plain (what the plain GEMM chooses among).
@@ -206,10 +218,17 @@ size_t gemm_workspace_bytes(const GemmShape& shape, DType dtype, const GemmPlan&
 namespace detail {
 template <class Element, GemmConfig C>
 size_t workspace_bytes_of(const GemmShape& shape, const GemmLaunchOptions& opt);
-// D[m, n] = sum over l of partials[l][m][n], in l order, rounded once (split_reduce.cu).
-// `overlap_previous`: launched to overlap the partials kernel's tail, waiting for it on the device.
+// The K columns [k0, k0 + k) of A (M x K, row-major) and B (N x K) that no slice holds.
+struct KTail {
+  const void* A = nullptr;
+  const void* B = nullptr;
+  int64_t lda = 0, ldb = 0, k0 = 0, k = 0;
+};
+// D[m, n] = sum over l of partials[l][m][n] plus A[m, tail] . B[n, tail], in an order fixed by the
+// shape and the GPU, rounded once (split_reduce.cu). `overlap_previous`: launched to overlap the
+// partials kernel's tail, waiting for it on the device.
 void launch_split_reduce(DType dtype, const float* partials, int splits, int64_t M, int64_t N, void* D, int64_t ldd,
-                         bool overlap_previous, cudaStream_t stream);
+                         const KTail& tail, bool overlap_previous, cudaStream_t stream);
 // Device scratch of one launch (split-K / stream-K partial sums): the caller's, or a
 // stream-ordered allocation from the engine's own per-device pool, freed after the launch in
 // stream order (inside CUDA graph capture: a graph allocation). Defined in gemm.cpp.

@@ -1,6 +1,6 @@
 // Correctness of every library GEMM config (NoHooks) against an fp32 reference, both dtypes,
 // ragged shapes, leading dimensions, tile orders and SM budgets; the plain configs' work
-// divisions (split-K, stream-K, swapped operands); input validation.
+// divisions (split-K, stream-K, K slices with a separate sum, swapped operands); input validation.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -86,27 +86,31 @@ std::vector<GemmConfig> configs_of(GemmConfigSet set) {
 }
 std::vector<GemmConfig> lib_configs() { return configs_of(GemmConfigSet::lib); }
 
-// Every work division a plain config runs: whole tiles, K split 2, 3 and 7 ways (uneven
-// slices when K / 64 is not a multiple), stream-K, K split with a separate sum; each division
-// also along M (the plain GEMM's order when its tile grid is wider than tall).
+// Every work division a plain config runs: whole tiles and K split with a separate sum (2, 3,
+// 5, 9 slices: most cases leave a tail of K columns to the summing pass); on the stream-K
+// scheduler also K split 2, 3 and 7 ways (uneven slices when K / 64 is not a multiple) and
+// stream-K; each division also along M (the plain GEMM's order when its tile grid is wider than
+// tall).
 std::vector<GemmPlan> plain_plans() {
   std::vector<GemmPlan> v;
   for (GemmConfig c : configs_of(GemmConfigSet::plain)) {
+    const bool stream_k_scheduler = config_info(c).schedule == GemmSchedule::sk;
     v.push_back(GemmPlan{c});
-    for (int splits : {2, 3, 7}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, splits});
-    v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
     for (int splits : {2, 3, 5, 9}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, splits});
     v.push_back(GemmPlan{c, Raster::along_m, 1});
+    v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::split_k_reduce, 5});
+    if (!stream_k_scheduler) continue;
+    for (int splits : {2, 3, 7}) v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, splits});
+    v.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
     v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::split_k, 3});
     v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::stream_k, 1});
-    v.push_back(GemmPlan{c, Raster::along_m, 1, Decomposition::split_k_reduce, 5});
   }
   return v;
 }
 
-// split_k_reduce cuts K into whole 8-element slices; other K are refused (tested below).
+// split_k_reduce needs a whole 8-element step per slice; shorter K are refused (tested below).
 bool runs_on(const GemmPlan& p, const GemmShape& s) {
-  return p.decomposition != Decomposition::split_k_reduce || s.K % (8 * int64_t(p.splits)) == 0;
+  return p.decomposition != Decomposition::split_k_reduce || s.K >= 8 * int64_t(p.splits);
 }
 
 std::vector<GemmPlan> lib_plans() {
@@ -182,7 +186,7 @@ TEST(Gemm, SplitKIsDeterministicTakesACallerWorkspaceAndReplaysInAGraph) {
   };
   EXPECT_THROW(launch_with_short_workspace(), tilelink::Error);
 
-  // The separate reduction pass: also repeatable bit for bit, and it sums in slice order.
+  // The separate reduction pass: also repeatable bit for bit (its order of additions is fixed).
   const GemmPlan reduce{GemmConfig::skba_128x64_c1x1, Raster::along_n, 1, Decomposition::split_k_reduce, 25};
   std::vector<__nv_bfloat16> reduced[2];
   for (auto& out : reduced) {
@@ -323,11 +327,14 @@ TEST(Gemm, BadInputIsRejectedBeforeLaunch) {
     const GemmPlan bad_splits{GemmConfig::sk_128x128_c1x1, Raster::along_n, 1, Decomposition::split_k, splits};
     EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 512}, &bad_splits, 0, nullptr), tilelink::Error);
   }
-  // split_k_reduce: an `sk` config, and K in whole 8-element slices (512 / 3 is not).
+  // split_k_reduce: a `plain` config, and a whole 8-element step of K per slice (16 < 3 x 8);
+  // split-K and stream-K: a config on the stream-K scheduler.
   const GemmPlan reduce_dp{GemmConfig::pp_128x128_c2x1, Raster::along_n, 1, Decomposition::split_k_reduce, 2};
   EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 512}, &reduce_dp, 0, nullptr), tilelink::Error);
   const GemmPlan reduce_3{GemmConfig::sk_128x128_c1x1, Raster::along_n, 1, Decomposition::split_k_reduce, 3};
-  EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 512}, &reduce_3, 0, nullptr), tilelink::Error);
+  EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {128, 128, 16}, &reduce_3, 0, nullptr), tilelink::Error);
+  const GemmPlan narrow_split{GemmConfig::ppba_64x16_c1x1, Raster::along_n, 1, Decomposition::split_k, 2};
+  EXPECT_THROW(gemm(DType::bf16, A.ptr, B.ptr, D.ptr, {16, 128, 512}, &narrow_split, 0, nullptr), tilelink::Error);
   // Empty problems launch nothing and succeed.
   EXPECT_NO_THROW(run({0, 128, 64}, A.ptr, B.ptr, D.ptr));
   EXPECT_NO_THROW(run({128, 0, 64}, A.ptr, B.ptr, D.ptr));
