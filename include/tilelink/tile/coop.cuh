@@ -77,9 +77,8 @@ struct Block {
 
 // What a primitive asks of its scope.
 template <class C>
-concept Coop = requires { { C::kOneThread } -> std::convertible_to<bool>; } &&
-               (std::same_as<C, Thread> || std::same_as<C, Warp> || std::same_as<C, WarpSpan> ||
-                std::same_as<C, Block>);
+concept Coop = std::same_as<C, Thread> || std::same_as<C, Warp> || std::same_as<C, WarpSpan> ||
+               std::same_as<C, Block>;
 
 // How a wait's leader spins.
 //   full: waits on any slot at system scope and, on a timeout, fills the whole wait report.

@@ -136,7 +136,7 @@ struct Worker {
   static TL_DEVICE Worker make(int32_t warps) {
     const tile::WarpSpan coop = tile::WarpSpan::of_block(warps, 1);
     const int32_t per_block = int32_t(blockDim.x) / coop.lanes;
-    return {coop, int32_t(blockIdx.x) * per_block + coop.barrier - 1, int32_t(gridDim.x) * per_block};
+    return {coop, int32_t(blockIdx.x) * per_block + int32_t(threadIdx.x) / coop.lanes, int32_t(gridDim.x) * per_block};
   }
   TL_DEVICE bool leader() const { return coop.leader(); }
   // The worker's accesses before are ordered before its accesses after (the leader's included).
