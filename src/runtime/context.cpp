@@ -273,6 +273,7 @@ uint64_t Context::begin_op(const char* op) {
   progress_epoch_ = epoch;
   progress_op_ = ops_.op();
   progress_stage_ = "began";
+  progress_since_ = std::chrono::steady_clock::now();
   return epoch;
 }
 
@@ -289,6 +290,7 @@ void Context::trace(const char* stage) {
     std::lock_guard<std::mutex> lock(progress_mutex_);
     progress_epoch_ = ops_.epoch();
     progress_stage_ = stage;
+    progress_since_ = std::chrono::steady_clock::now();
   }
   if (!tracing()) return;
   std::fprintf(stderr, "[tilelink rank %d epoch %llu] %s: %s\n", rank_, (unsigned long long)ops_.epoch(),
@@ -398,9 +400,11 @@ void Context::raise(const char* op, cudaError_t err) {
 
 std::vector<RankProgress> Context::progress_of_visible_peers() const {
   std::vector<RankProgress> progress;
+  const auto now = std::chrono::steady_clock::now();
   for (const Context* c : visible_peers_) {
     std::lock_guard<std::mutex> lock(c->progress_mutex_);
-    progress.push_back({c->rank_, c->progress_epoch_, c->progress_op_, c->progress_stage_});
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - c->progress_since_).count();
+    progress.push_back({c->rank_, c->progress_epoch_, c->progress_op_, c->progress_stage_, int64_t(age)});
   }
   return progress;
 }

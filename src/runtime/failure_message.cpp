@@ -66,6 +66,7 @@ std::string failure_message(const OpFailure& f, const std::vector<ll::WaitReport
       os << "\n    rank " << p.rank << ": ";
       if (p.epoch == 0) os << "no op call yet";
       else os << "call " << p.epoch << " (" << p.op << "): " << p.stage;
+      if (p.epoch != 0 && p.stage_age_ms >= 0) os << ", " << p.stage_age_ms << " ms ago";
     }
   }
   return os.str();

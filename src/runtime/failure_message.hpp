@@ -22,12 +22,15 @@ struct OpFailure {
   std::string error_text;  // cudaGetErrorString
 };
 
-// Where a rank's host thread last was: the call it last began and the last stage of it that it
-// enqueued (Context::trace). A rank whose host never enqueued what its peers wait for shows here.
+// Where a rank's host thread last was: the call it last began, the last stage of it that it
+// enqueued (Context::trace), and how long ago it got there. A rank whose host never enqueued what
+// its peers wait for shows here; the age tells a host stuck in its own enqueues (a stage reached
+// as long ago as the wait's bound) from one that finished them and returned.
 struct RankProgress {
   int rank = -1;
   uint64_t epoch = 0;  // 0: no op call began yet
   std::string op, stage;
+  int64_t stage_age_ms = -1;  // < 0: not known
 };
 
 // The error text of a call that a timed-out wait aborted (raised by rank `raiser`; -1: unknown).

@@ -84,14 +84,15 @@ TEST(FailureMessage, SaysSoWhenNoWaitTimedOut) {
 
 // Which rank's host never enqueued what its peers wait for: every rank's last stage, in rank order.
 TEST(FailureMessage, ListsEachRanksHostProgress) {
-  const std::vector<RankProgress> progress = {{2, 127, "ag_gemm", "checked, buffers ready"},
+  const std::vector<RankProgress> progress = {{2, 127, "ag_gemm", "checked, buffers ready", 5012},
                                               {0, 127, "ag_gemm", "GEMM enqueued"},
                                               {1, 0, "", ""}};
   const std::string msg =
       failure_message(launch_failure(), {timed_out(0, "rank_wait", 2, 10, 0, 127, 125)}, progress);
-  const size_t r0 = msg.find("rank 0: call 127 (ag_gemm): GEMM enqueued");
+  const size_t r0 = msg.find("rank 0: call 127 (ag_gemm): GEMM enqueued\n");
   const size_t r1 = msg.find("rank 1: no op call yet");
-  const size_t r2 = msg.find("rank 2: call 127 (ag_gemm): checked, buffers ready");
+  // How long ago: rank 2's host has been in its enqueues for as long as the wait's bound.
+  const size_t r2 = msg.find("rank 2: call 127 (ag_gemm): checked, buffers ready, 5012 ms ago");
   ASSERT_NE(msg.find("host progress"), std::string::npos) << msg;
   ASSERT_NE(r0, std::string::npos) << msg;
   ASSERT_NE(r1, std::string::npos) << msg;

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -257,10 +258,11 @@ class Context {
   ll::WaitReport* report_device_ = nullptr;    // its device address
   std::vector<ll::WaitReport*> visible_reports_;
   std::vector<const Context*> visible_peers_;
-  mutable std::mutex progress_mutex_;       // guards the two below (read by peers' errors)
+  mutable std::mutex progress_mutex_;       // guards the four below (read by peers' errors)
   uint64_t progress_epoch_ = 0;
   std::string progress_op_;
   const char* progress_stage_ = "";
+  std::chrono::steady_clock::time_point progress_since_{};  // when progress_stage_ was reached
   std::unique_ptr<detail::HeapTransport> transport_;
   bool peers_lost_ = false;
   std::unique_ptr<gemm::CublasGemm> cublas_;
