@@ -226,19 +226,29 @@ double reduce_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms, i
 }
 
 // The slice count (>= kMinReduceSplits) that scores best, or 1 when none may run.
-int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
-  if (s.K < kMinReduceDepth) return 1;
+// Among the slice counts split_k_reduce may run for the shape, the one `score(splits)` rates best,
+// with its score; {1, 0} when none may run.
+struct ReduceSplits {
+  int splits = 1;
+  double score = 0.0;
+};
+template <class Score>
+ReduceSplits best_reduce_splits(const GemmShape& s, const GemmConfigInfo& c, int sms, Score score) {
+  ReduceSplits best;
+  if (s.K < kMinReduceDepth) return best;
   const GridCount g = grid_count(s, c, sms);
   const int64_t cap = std::min({g.slots / std::max<int64_t>(1, g.units), s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
-  int best = 1;
-  double best_score = 0.0;
   for (int64_t splits = kMinReduceSplits; splits <= cap; ++splits) {
     if (double(k_slices(s.K, int(splits)).tail) * double(s.M) * double(s.N) > kMaxTailProducts) continue;
     if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
-    const double score = reduce_efficiency(s, c, sms, int(splits));
-    if (score > best_score + 1e-9) best = int(splits), best_score = score;
+    const double v = score(int(splits));
+    if (v > best.score + 1e-9) best = {int(splits), v};
   }
   return best;
+}
+
+int reduce_split_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  return best_reduce_splits(s, c, sms, [&](int splits) { return reduce_efficiency(s, c, sms, splits); }).splits;
 }
 
 // Stream-K: every SM gets an equal share of the K iterations, so only the edge tiles' padding
@@ -399,16 +409,10 @@ Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
   const double prior = throughput_prior(cfg, s);
   if (memory_bound_swapped(s, c)) {
     Candidate best{GemmPlan{cfg}, swapped_time_score(s, c, sms, 1) * prior};
-    const GridCount g = grid_count(s, c, sms);
-    const int64_t by_grid = std::max<int64_t>(1, g.slots / g.units);
-    const int64_t cap = s.K < kMinReduceDepth ? 0 : std::min({by_grid, s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
-    for (int sp = int(kMinReduceSplits); sp <= cap; ++sp) {
-      if (double(k_slices(s.K, sp).tail) * double(s.M) * double(s.N) > kMaxTailProducts) continue;
-      if (double(sp) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
-      const double score = swapped_time_score(s, c, sms, sp) * prior;
-      if (score > best.score + 1e-9)
-        best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k_reduce, sp}, score};
-    }
+    const ReduceSplits split =
+        best_reduce_splits(s, c, sms, [&](int splits) { return swapped_time_score(s, c, sms, splits) * prior; });
+    if (split.splits >= 2 && split.score > best.score + 1e-9)
+      best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits}, split.score};
     return best;
   }
   Candidate best{GemmPlan{cfg}, wave_efficiency(s, c, sms) * prior};
