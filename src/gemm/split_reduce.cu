@@ -89,8 +89,10 @@ void launch_sum(const float* partials, int splits, int64_t M, int64_t N, void* D
   TL_REQUIRE(tail.k == 0 || (tail.A != nullptr && tail.B != nullptr), "gemm: split_k_reduce's tail has no operands");
   const int64_t groups = M * (N / 8);
   if (groups == 0) return;
-  int device = 0, sms = 132;
-  if (cudaGetDevice(&device) == cudaSuccess) (void)cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  int device = 0;
+  const cudaError_t de = cudaGetDevice(&device);
+  TL_REQUIRE(de == cudaSuccess, "gemm: split_k_reduce: cudaGetDevice failed: ", cudaGetErrorString(de));
+  const int sms = device_sm_count(device);
   // Lanes per group: enough for one tail step each, and enough threads to keep every SM busy
   // (~256 per SM) when the outputs are few.
   const int64_t tail_steps = tail.k / 8;
