@@ -264,6 +264,38 @@ double stream_k_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms)
   return double(s.M) * double(s.N) / padded * kStreamKCost;
 }
 
+// The wide swapped tiles (96-192 of A's rows, 128-256 weight rows) are for tens to a few hundred
+// rows, where an unswapped tile pads M to its 64- or 128-row granularity and only the tile count
+// along N sets the waves. They are scored by the swapped time model below, each with its own MMA
+// rate per SM: the value that fits its whole-tile times best (mean log error 5-19%) on
+// `tilelink-bench gemm --divisions` over 71 shapes of M = 16-3657 (docs/PERF.md, "wide swapped
+// tiles"), except cpba_128x192, whose best fit (6.8) overpredicted it by 35-60% on N >= 10000, so
+// the lower 5.0. The 144-wide tiles run at 2.8 (a 16-column epilogue step, as the unswapped
+// 144-wide tiles before them), so the rule seldom takes them.
+//
+// At most kMaxWideSwappedColumns columns of M per wide tile: beyond, other tiles won every
+// measured shape but one by 1.5% (809 x 16488 x 1472 on nine 192x96 columns). Their time score against the unswapped tiles' grid fill: the ideal/predicted time of the model
+// counts the ideal kernel at 5 TFLOP/s per SM where the best unswapped tiles run ~6.3 (prior
+// 1.04), and the rule's picks over the 71 shapes were best at 0.70-0.80.
+constexpr double kWidePrior = 0.75;
+constexpr int64_t kMaxWideSwappedColumns = 4;
+struct SwappedRate {
+  GemmConfig config;
+  double sm_flops_per_us;
+};
+constexpr SwappedRate kWideSwappedRates[] = {
+    {GemmConfig::ppba_128x96_c1x1, 4.3e6},  {GemmConfig::ppba_128x144_c1x1, 2.8e6},
+    {GemmConfig::ppba_192x96_c1x1, 5.4e6},  {GemmConfig::cpba_128x144_c1x1, 2.8e6},
+    {GemmConfig::cpba_128x192_c1x1, 5.0e6}, {GemmConfig::cpba_256x160_c1x1, 4.6e6},
+};
+
+// 0 for the narrow swapped tiles and every unswapped one.
+double wide_swapped_rate(GemmConfig cfg) {
+  for (const SwappedRate& r : kWideSwappedRates)
+    if (r.config == cfg) return r.sm_flops_per_us;
+  return 0.0;
+}
+
 // Relative per-tile speed of each kernel against cuBLAS on full waves, for K > 2048 and
 // K <= 2048: the median over the reference shapes of (best ratio to cuBLAS) / wave_efficiency,
 // from `tilelink-bench gemm --sweep` on the H200 (2026-11-29, docs/PERF.md). The 128x176,
@@ -301,6 +333,11 @@ constexpr Prior kPriors[] = {
     // 8k-29k), 0.78-1.01x split. A little below the 128-row swapped tile where both hold all rows
     // at M = 33-64 and deep K (40 x 784 x 16248, 64 rows wide: 0.83x against 0.90x).
     {GemmConfig::ppba_64x16_c1x1, 1.00, 1.00}, {GemmConfig::ppba_64x32_c1x1, 1.00, 1.00},
+    // The wide swapped tiles: their predicted-time score against the unswapped tiles' grid fill
+    // (see kWideSwappedRates).
+    {GemmConfig::ppba_128x96_c1x1, kWidePrior, kWidePrior},  {GemmConfig::ppba_128x144_c1x1, kWidePrior, kWidePrior},
+    {GemmConfig::ppba_192x96_c1x1, kWidePrior, kWidePrior},  {GemmConfig::cpba_128x144_c1x1, kWidePrior, kWidePrior},
+    {GemmConfig::cpba_128x192_c1x1, kWidePrior, kWidePrior}, {GemmConfig::cpba_256x160_c1x1, kWidePrior, kWidePrior},
 };
 
 // A swapped tile holds tile_n of A's rows, so ceil(M / tile_n) tile columns each read all of B.
@@ -347,7 +384,8 @@ double throughput_prior(GemmConfig cfg, const GemmShape& s) {
   double factor = s.K > kDeepK && info.operands == GemmOperands::ab && info.tile_m * info.tile_n <= 128 * 128
                     ? kDeepKSmallTile
                     : 1.0;
-  if (info.operands == GemmOperands::ba) factor *= swapped_columns_factor(s, info);
+  // The wide swapped tiles' time model counts their columns itself.
+  if (info.operands == GemmOperands::ba && wide_swapped_rate(cfg) == 0.0) factor *= swapped_columns_factor(s, info);
   if (const double p = fitted_prior(cfg, s); p > 0.0) return p * factor;
   // Configs without a fitted prior (sweep set, when allowed): by tile area.
   if (info.schedule == GemmSchedule::pp) return 0.90 * factor;
@@ -378,13 +416,21 @@ constexpr double kHbmBytesPerUs = 4.0e6;   // 4 TB/s
 constexpr double kSmBytesPerUs = 1.0e5;    // 100 GB/s per CTA streaming its tiles
 constexpr double kSmFlopsPerUs = 5.0e6;    // 5 TFLOP/s per SM on bf16 MMA
 
-bool memory_bound_swapped(const GemmShape& s, const GemmConfigInfo& c) {
-  return c.operands == GemmOperands::ba && swapped_columns(s, c) <= kMaxSwappedColumns;
+// Scored by predicted time: the narrow swapped tiles over at most kMaxSwappedColumns columns
+// (beyond, they are compute-bound and the grid-fill score applies), the wide ones always (up to
+// kMaxWideSwappedColumns; best_division drops them beyond).
+bool time_scored_swapped(const GemmShape& s, GemmConfig cfg) {
+  const GemmConfigInfo& c = config_info(cfg);
+  if (c.operands != GemmOperands::ba) return false;
+  return wide_swapped_rate(cfg) > 0.0 || swapped_columns(s, c) <= kMaxSwappedColumns;
 }
 
 // Ideal time over predicted time of a swapped config run whole (splits = 1) or in `splits`
 // slices with a separate sum.
-double swapped_time_score(const GemmShape& s, const GemmConfigInfo& c, int sms, int splits) {
+double swapped_time_score(const GemmShape& s, GemmConfig cfg, int sms, int splits) {
+  const GemmConfigInfo& c = config_info(cfg);
+  const double wide_rate = wide_swapped_rate(cfg);
+  const double sm_rate = wide_rate > 0.0 ? wide_rate : kSmFlopsPerUs;
   const GridCount g = grid_count(s, c, sms);
   const int64_t columns = swapped_columns(s, c);
   const double b_bytes = double(s.N) * double(s.K) * 2.0, a_bytes = double(s.M) * double(s.K) * 2.0;
@@ -393,7 +439,7 @@ double swapped_time_score(const GemmShape& s, const GemmConfigInfo& c, int sms, 
   const double slice_k = double(s.K) / splits;
   const double unit_bytes = double(c.tile_m + c.tile_n) * slice_k * 2.0;
   const double unit_flops = 2.0 * double(c.tile_m) * double(c.tile_n) * slice_k;
-  const double unit_us = std::max(unit_bytes / kSmBytesPerUs, unit_flops / kSmFlopsPerUs);
+  const double unit_us = std::max(unit_bytes / kSmBytesPerUs, unit_flops / sm_rate);
   const int64_t waves = (g.units * splits + g.slots - 1) / g.slots;
   // Every column reads all of B; from L2 while B fits there, else from memory again.
   const double read_bytes = a_bytes + b_bytes * (b_bytes > kL2Bytes ? double(columns) : 1.0);
@@ -407,10 +453,11 @@ double swapped_time_score(const GemmShape& s, const GemmConfigInfo& c, int sms, 
 Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
   const GemmConfigInfo& c = config_info(cfg);
   const double prior = throughput_prior(cfg, s);
-  if (memory_bound_swapped(s, c)) {
-    Candidate best{GemmPlan{cfg}, swapped_time_score(s, c, sms, 1) * prior};
+  if (wide_swapped_rate(cfg) > 0.0 && swapped_columns(s, c) > kMaxWideSwappedColumns) return {GemmPlan{cfg}, 0.0};
+  if (time_scored_swapped(s, cfg)) {
+    Candidate best{GemmPlan{cfg}, swapped_time_score(s, cfg, sms, 1) * prior};
     const ReduceSplits split =
-        best_reduce_splits(s, c, sms, [&](int splits) { return swapped_time_score(s, c, sms, splits) * prior; });
+        best_reduce_splits(s, c, sms, [&](int splits) { return swapped_time_score(s, cfg, sms, splits) * prior; });
     if (split.splits >= 2 && split.score > best.score + 1e-9)
       best = {GemmPlan{cfg, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits}, split.score};
     return best;

@@ -105,6 +105,28 @@ TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
   EXPECT_NE(g::config_info(plain(2324, 1704, 19912).config).operands, g::GemmOperands::ba);
 }
 
+// Tens to a few hundred rows: the wide swapped tiles, where the unswapped ones pad M and their tile
+// count along N alone sets the waves.
+bool wide_swapped(const g::GemmConfigInfo& c) { return c.operands == g::GemmOperands::ba && c.tile_m >= 128 && c.tile_n >= 96; }
+
+TEST(GemmHeuristic, TensToHundredsOfRowsTakeAWideSwappedTile) {
+  // Measured (tilelink-bench gemm --divisions): 85 x 26984 x 1120 on one 128x96 column 1.02x
+  // cuBLASLt, the best unswapped tile 0.90x; 96 x 5360 x 12432 in 3 slices 1.01x (0.84x unswapped).
+  EXPECT_EQ(plain(85, 26984, 1120).config, g::GemmConfig::ppba_128x96_c1x1);
+  const g::GemmPlan deep = plain(96, 5360, 12432);
+  EXPECT_EQ(deep.config, g::GemmConfig::ppba_128x96_c1x1);
+  EXPECT_EQ(deep.decomposition, g::Decomposition::split_k_reduce);
+  for (int64_t m : {64, 100, 200, 300, 500, 1000, 3000, 8000})
+    for (int64_t n : {512, 4096, 28672})
+      for (int64_t k : {512, 4096, 16384}) {
+        const auto& c = g::config_info(plain(m, n, k).config);
+        if (!wide_swapped(c)) continue;
+        EXPECT_LE((m + c.tile_n - 1) / c.tile_n, 4) << m << "x" << n << "x" << k << " " << c.name;
+      }
+  // Thousands of rows keep the unswapped tiles.
+  EXPECT_FALSE(wide_swapped(g::config_info(plain(2000, 8192, 8192).config)));
+}
+
 // split_k_reduce's slices are whole 8-element steps from column 0; what is left over is shorter
 // than one step per slice, and slices plus tail are exactly K.
 TEST(GemmHeuristic, KSlicesCoverKInWholeStepsWithAShortTail) {
