@@ -274,9 +274,10 @@ double stream_k_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms)
 // 144-wide tiles before them), so the rule seldom takes them.
 //
 // At most kMaxWideSwappedColumns columns of M per wide tile: beyond, other tiles won every
-// measured shape but one by 1.5% (809 x 16488 x 1472 on nine 192x96 columns). Their time score against the unswapped tiles' grid fill: the ideal/predicted time of the model
-// counts the ideal kernel at 5 TFLOP/s per SM where the best unswapped tiles run ~6.3 (prior
-// 1.04), and the rule's picks over the 71 shapes were best at 0.70-0.80.
+// measured shape but one by 1.5% (809 x 16488 x 1472 on nine 192x96 columns). kWidePrior weighs
+// their time score against the unswapped tiles' grid fill: the model's ideal kernel runs 5 TFLOP/s
+// per SM where the best unswapped tiles run ~6.3 (prior 1.04), and the rule's picks over the
+// measured shapes were best at 0.70-0.80.
 constexpr double kWidePrior = 0.75;
 constexpr int64_t kMaxWideSwappedColumns = 4;
 struct SwappedRate {
@@ -416,15 +417,6 @@ constexpr double kHbmBytesPerUs = 4.0e6;   // 4 TB/s
 constexpr double kSmBytesPerUs = 1.0e5;    // 100 GB/s per CTA streaming its tiles
 constexpr double kSmFlopsPerUs = 5.0e6;    // 5 TFLOP/s per SM on bf16 MMA
 
-// Scored by predicted time: the narrow swapped tiles over at most kMaxSwappedColumns columns
-// (beyond, they are compute-bound and the grid-fill score applies), the wide ones always (up to
-// kMaxWideSwappedColumns; best_division drops them beyond).
-bool time_scored_swapped(const GemmShape& s, GemmConfig cfg) {
-  const GemmConfigInfo& c = config_info(cfg);
-  if (c.operands != GemmOperands::ba) return false;
-  return wide_swapped_rate(cfg) > 0.0 || swapped_columns(s, c) <= kMaxSwappedColumns;
-}
-
 // Ideal time over predicted time of a swapped config run whole (splits = 1) or in `splits`
 // slices with a separate sum.
 double swapped_time_score(const GemmShape& s, GemmConfig cfg, int sms, int splits) {
@@ -453,8 +445,12 @@ double swapped_time_score(const GemmShape& s, GemmConfig cfg, int sms, int split
 Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
   const GemmConfigInfo& c = config_info(cfg);
   const double prior = throughput_prior(cfg, s);
-  if (wide_swapped_rate(cfg) > 0.0 && swapped_columns(s, c) > kMaxWideSwappedColumns) return {GemmPlan{cfg}, 0.0};
-  if (time_scored_swapped(s, cfg)) {
+  // Swapped tiles are scored by predicted time: the narrow ones over at most kMaxSwappedColumns
+  // columns (beyond, they are compute-bound and grid fill applies), the wide ones over at most
+  // kMaxWideSwappedColumns (beyond, not at all).
+  const bool wide = wide_swapped_rate(cfg) > 0.0;
+  if (wide && swapped_columns(s, c) > kMaxWideSwappedColumns) return {GemmPlan{cfg}, 0.0};
+  if (c.operands == GemmOperands::ba && (wide || swapped_columns(s, c) <= kMaxSwappedColumns)) {
     Candidate best{GemmPlan{cfg}, swapped_time_score(s, cfg, sms, 1) * prior};
     const ReduceSplits split =
         best_reduce_splits(s, c, sms, [&](int splits) { return swapped_time_score(s, cfg, sms, splits) * prior; });
@@ -487,10 +483,10 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
   const GemmShape s = packed(shape);
   int sms = sm_budget;
   if (sms <= 0) {
+    // The plain GEMM plans every call: the cached count, not a driver query each time. Without a
+    // usable device (a CPU-only caller planning ahead), an H100/H200's 132.
     int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) device = 0;
-    int n = 0;
-    sms = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n > 0 ? n : 132;
+    sms = cudaGetDevice(&device) == cudaSuccess ? detail::device_sm_count(device) : 132;
   }
   TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
   if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
