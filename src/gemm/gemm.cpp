@@ -270,8 +270,8 @@ double stream_k_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms)
 // rate per SM: the value that fits its whole-tile times best (mean log error 5-19%) on
 // `tilelink-bench gemm --divisions` over 71 shapes of M = 16-3657 (docs/PERF.md, "wide swapped
 // tiles"), except cpba_128x192, whose best fit (6.8) overpredicted it by 35-60% on N >= 10000, so
-// the lower 5.0. The 144-wide tiles run at 2.8 (a 16-column epilogue step, as the unswapped
-// 144-wide tiles before them), so the rule seldom takes them.
+// the lower 5.0. 144-wide ping-pong and cooperative tiles were built too and ran at 2.8 (a
+// 16-column epilogue step, as the unswapped 144-wide tiles before them): dropped.
 //
 // At most kMaxWideSwappedColumns columns of M per wide tile: beyond, other tiles won every
 // measured shape but one by 1.5% (809 x 16488 x 1472 on nine 192x96 columns). kWidePrior weighs
@@ -285,8 +285,7 @@ struct SwappedRate {
   double sm_flops_per_us;
 };
 constexpr SwappedRate kWideSwappedRates[] = {
-    {GemmConfig::ppba_128x96_c1x1, 4.3e6},  {GemmConfig::ppba_128x144_c1x1, 2.8e6},
-    {GemmConfig::ppba_192x96_c1x1, 5.4e6},  {GemmConfig::cpba_128x144_c1x1, 2.8e6},
+    {GemmConfig::ppba_128x96_c1x1, 4.3e6},  {GemmConfig::ppba_192x96_c1x1, 5.4e6},
     {GemmConfig::cpba_128x192_c1x1, 5.0e6}, {GemmConfig::cpba_256x160_c1x1, 4.6e6},
 };
 
@@ -336,8 +335,7 @@ constexpr Prior kPriors[] = {
     {GemmConfig::ppba_64x16_c1x1, 1.00, 1.00}, {GemmConfig::ppba_64x32_c1x1, 1.00, 1.00},
     // The wide swapped tiles: their predicted-time score against the unswapped tiles' grid fill
     // (see kWideSwappedRates).
-    {GemmConfig::ppba_128x96_c1x1, kWidePrior, kWidePrior},  {GemmConfig::ppba_128x144_c1x1, kWidePrior, kWidePrior},
-    {GemmConfig::ppba_192x96_c1x1, kWidePrior, kWidePrior},  {GemmConfig::cpba_128x144_c1x1, kWidePrior, kWidePrior},
+    {GemmConfig::ppba_128x96_c1x1, kWidePrior, kWidePrior},  {GemmConfig::ppba_192x96_c1x1, kWidePrior, kWidePrior},
     {GemmConfig::cpba_128x192_c1x1, kWidePrior, kWidePrior}, {GemmConfig::cpba_256x160_c1x1, kWidePrior, kWidePrior},
 };
 
