@@ -68,6 +68,13 @@ if [ "$tests" = 1 ]; then
         [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
       done
     done
+    if [[ "$transports" == *nvshmem* ]] && { [ -z "$filter" ] || [[ ops_mpi_test =~ $filter ]]; }; then
+      echo "== ops_mpi_test, one process per GPU ($gpus), every process its own node (NVSHMEM put-with-signal)"
+      TILELINK_NO_MPS=1 TILELINK_TRANSPORT=nvshmem TILELINK_ONE_NODE_PER_PROCESS=1 \
+        "$root/tests/gpu/ll/run_mpi_test.sh" mpirun "$gpus" "$build/bin/ops_mpi_test" --gtest_color=no 2>&1 |
+        tee "$logs/ops_mpi_test-$gpus-one-node-per-process.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    fi
   fi
   echo "gpu_check: tests $([ $rc -eq 0 ] && echo passed || echo FAILED) (logs in $logs)"
 fi

@@ -36,6 +36,16 @@ for transport in $transports; do
       --csv "$logs/$cmd-$transport.csv" 2>&1 | tee "$logs/$cmd-$transport.txt"
   done
 done
+# Every process its own node: ag_gemm over NVSHMEM put-with-signal (the multi-node algorithm).
+if [[ "$transports" == *nvshmem* ]]; then
+  echo "== mpirun -np $n ops_mpi_test + tilelink-bench ag_gemm --mpi, one node per process"
+  TILELINK_TRANSPORT=nvshmem TILELINK_ONE_NODE_PER_PROCESS=1 timeout 300 "${mpi[@]}" -x TILELINK_TRANSPORT \
+    -x TILELINK_ONE_NODE_PER_PROCESS "$build/bin/ops_mpi_test" --gtest_color=no 2>&1 |
+    tee "$logs/ops_mpi_test-one-node-per-process.log" | grep -E "PASSED|FAILED|Failure"
+  TILELINK_TRANSPORT=nvshmem TILELINK_ONE_NODE_PER_PROCESS=1 "${mpi[@]}" -x TILELINK_TRANSPORT \
+    -x TILELINK_ONE_NODE_PER_PROCESS "$build/bin/tilelink-bench" ag_gemm --mpi \
+    --csv "$logs/ag_gemm-one-node-per-process.csv" 2>&1 | tee "$logs/ag_gemm-one-node-per-process.txt"
+fi
 PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"
 # Decode attention against PyTorch (SDPA per rank + lse + all_gather + combine), and on one GPU
 # for the strong-scaling reference.

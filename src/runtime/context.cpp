@@ -14,6 +14,7 @@
 #include "failure_message.hpp"
 #include "gpu_sharing.hpp"
 #include "heap_transport.hpp"
+#include "nvshmem_device.hpp"
 #include "options.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
@@ -129,7 +130,16 @@ void Context::release() noexcept {
 
 void Context::connect() {
   const std::vector<char*> bases = transport_->map_peers(bootstrap_, heap_, layout_.heap_bytes());
-  for (int r = 0; r < num_ranks_; ++r) heap_base_[r] = bases[r];
+  int mapped = 0;
+  for (int r = 0; r < num_ranks_; ++r) {
+    heap_base_[r] = bases[r];
+    mapped += bases[r] != nullptr;
+  }
+  // Agreed, since every rank's choice of path depends on it.
+  std::vector<int32_t> all(num_ranks_);
+  const int32_t mine = mapped == num_ranks_ ? 1 : 0;
+  allgather(&mine, all.data(), sizeof mine);
+  peers_load_store_ = std::all_of(all.begin(), all.end(), [](int32_t v) { return v == 1; });
   warm_streams();
   barrier();  // nobody signals a peer before that peer is mapped everywhere
 }
@@ -148,7 +158,7 @@ void Context::warm_streams() {
     check_cuda(cudaMemcpyAsync(scratch + 1, scratch, sizeof(uint64_t), cudaMemcpyDefault, s),
                "cudaMemcpyAsync", "stream warm-up, local");
     for (int r = 0; r < num_ranks_; ++r)
-      if (r != rank_)
+      if (r != rank_ && heap_base_[r] != nullptr)
         check_cuda(cudaMemcpyAsync(scratch + 1, heap_base_[r], sizeof(uint64_t), cudaMemcpyDefault, s),
                    "cudaMemcpyAsync", "stream warm-up, from rank ", r);
     CUstreamBatchMemOpParams writes[2] = {};
@@ -346,6 +356,9 @@ void Context::check_faults(const char* op) {
   const bool elsewhere = abort_epoch != 0 && abort_epoch != abort_seen_ && abort_epoch <= reached;
   if (!here && !elsewhere) return;
   abort_seen_ = abort_epoch;
+  // This rank's own wait timed out: its abort reached only the peers it can store to.
+  if (here && mine.failed != 0 && !peers_load_store_)
+    check_cuda(detail::relay_abort_nvshmem(team(), stream_), "relay_abort_nvshmem", "the abort of epoch ", abort_epoch);
   raise_aborted(op, raiser, refused);
 }
 
@@ -357,6 +370,8 @@ void Context::abandon_call(const char* op, cudaStream_t stream, bool began) {
   if (began && !device_epoch_) return;
   if (!began) begin_op_in_kernel(op);  // the kernel below advances the device epoch
   detail::enqueue_refused_call_abort(team(), !began, stream);
+  if (!peers_load_store_)
+    check_cuda(detail::relay_abort_nvshmem(team(), stream), "relay_abort_nvshmem", "a refused call");
   abandoned_since_check_ = true;
 }
 

@@ -93,9 +93,16 @@ std::unique_ptr<HeapTransport> make_cuda_ipc_transport(int device) {
   return std::make_unique<CudaIpcTransport>(device);
 }
 
-std::unique_ptr<HeapTransport> make_process_transport(Transport transport, Bootstrap& bootstrap, int device) {
-  switch (resolve_transport(transport)) {
-    case Transport::nvshmem: return make_nvshmem_transport(bootstrap, device);
+std::unique_ptr<HeapTransport> make_process_transport(const WorldOptions& options, Bootstrap& bootstrap,
+                                                      int device) {
+  const Transport transport = resolve_transport(options.transport);
+  const bool one_node_per_process = resolve_one_node_per_process(options.one_node_per_process);
+  TL_REQUIRE(!one_node_per_process || transport == Transport::nvshmem,
+             "tilelink: one node per process (TILELINK_ONE_NODE_PER_PROCESS=1) reaches peers through NVSHMEM"
+             " put-with-signal: it needs the NVSHMEM transport (TILELINK_TRANSPORT=nvshmem), not ",
+             transport_name(transport));
+  switch (transport) {
+    case Transport::nvshmem: return make_nvshmem_transport(bootstrap, device, one_node_per_process);
     default: return make_cuda_ipc_transport(device);
   }
 }

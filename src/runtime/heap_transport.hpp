@@ -33,11 +33,14 @@ class HeapTransport {
 std::unique_ptr<HeapTransport> make_in_process_transport(int device);
 // One rank per process on one node: heaps from cudaMalloc, opened from CUDA IPC handles.
 std::unique_ptr<HeapTransport> make_cuda_ipc_transport(int device);
-// One NVSHMEM PE per process: heaps from nvshmem_malloc, peers through nvshmem_ptr. Initialises
-// NVSHMEM over `bootstrap` (a unique id from rank 0) unless the program already did.
-std::unique_ptr<HeapTransport> make_nvshmem_transport(Bootstrap& bootstrap, int device);
+// One NVSHMEM PE per process: heaps from nvshmem_malloc. Initialises NVSHMEM over `bootstrap` (a
+// unique id from rank 0) unless the program already did. Peers nvshmem_ptr reaches are mapped for
+// load/store; the others (another node, or every peer with `one_node_per_process`) are left
+// unmapped (null): the ops reach them through NVSHMEM put-with-signal.
+std::unique_ptr<HeapTransport> make_nvshmem_transport(Bootstrap& bootstrap, int device, bool one_node_per_process);
 
 // The transport a multi-process world with `options` uses (Transport::automatic resolved).
-std::unique_ptr<HeapTransport> make_process_transport(Transport transport, Bootstrap& bootstrap, int device);
+std::unique_ptr<HeapTransport> make_process_transport(const WorldOptions& options, Bootstrap& bootstrap,
+                                                      int device);
 
 }  // namespace tilelink::detail

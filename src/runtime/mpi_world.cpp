@@ -113,9 +113,10 @@ MpiWorld::MpiWorld(int* argc, char*** argv, WorldOptions options) {
   check_mpi(MPI_Comm_rank(local, &local_rank), "MPI_Comm_rank", "node-local communicator");
   check_mpi(MPI_Comm_size(local, &local_size), "MPI_Comm_size", "node-local communicator");
   check_mpi(MPI_Comm_free(&local), "MPI_Comm_free", "node-local communicator");
-  TL_REQUIRE(local_size == size, "MpiWorld: the ", size, " processes span more than one node (",
-             local_size, " on rank ", rank, "'s node); every transport so far reaches its peers by"
-             " load/store (CUDA IPC, or NVSHMEM within a node): run all ranks on one node");
+  TL_REQUIRE(local_size == size || resolve_transport(options.transport) == Transport::nvshmem, "MpiWorld: the ",
+             size, " processes span more than one node (", local_size, " on rank ", rank,
+             "'s node); CUDA IPC reaches peers on this node only: use the NVSHMEM transport"
+             " (TILELINK_TRANSPORT=nvshmem) across nodes");
 
   const int device = local_rank % detail::visible_device_count("MpiWorld");
   bootstrap_ = std::move(bootstrap);

@@ -1,6 +1,7 @@
-// The NVSHMEM transport: one PE per process, the heap from nvshmem_malloc, every peer's heap
-// through nvshmem_ptr. Only NVSHMEM's host library is used: the kernels keep addressing peers by
-// load/store through ll::Team, exactly as over CUDA IPC.
+// The NVSHMEM transport: one PE per process, the heap from nvshmem_malloc. Peers nvshmem_ptr
+// reaches are addressed by load/store through ll::Team, exactly as over CUDA IPC; the others
+// (another node, or every peer with one node per process) are left unmapped, and the kernels of
+// the NVSHMEM device library (libtilelink_nvshmem_device) reach them by put-with-signal.
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
@@ -9,6 +10,7 @@
 
 #include "check.hpp"
 #include "heap_transport.hpp"
+#include "nvshmem_device.hpp"
 
 namespace tilelink::detail {
 
@@ -43,7 +45,8 @@ void agree(Bootstrap& bootstrap, bool ok, const std::string& what) {
 
 class NvshmemTransport final : public HeapTransport {
  public:
-  NvshmemTransport(Bootstrap& bootstrap, int device) : bootstrap_(bootstrap), device_(device) {}
+  NvshmemTransport(Bootstrap& bootstrap, int device, bool one_node_per_process)
+      : bootstrap_(bootstrap), device_(device), one_node_per_process_(one_node_per_process) {}
   ~NvshmemTransport() override { release(/*together=*/false); }
 
   const char* name() const override { return "NVSHMEM"; }
@@ -58,17 +61,13 @@ class NvshmemTransport final : public HeapTransport {
     return static_cast<char*>(heap);
   }
 
+  // This rank's heap, and every peer's that nvshmem_ptr maps (null for the others).
   std::vector<char*> map_peers(Bootstrap& bootstrap, char* heap, size_t) override {
     std::vector<char*> bases(bootstrap.size());
-    int unreachable = -1;
-    for (int r = 0; r < bootstrap.size(); ++r) {
-      bases[r] = static_cast<char*>(nvshmem_ptr(heap, r));
-      if (bases[r] == nullptr && unreachable < 0) unreachable = r;
-    }
-    agree(bootstrap, unreachable < 0,
-          "a peer's heap is not reachable by load/store (nvshmem_ptr is NULL: another node, or no"
-          " peer-to-peer path to its GPU); tilelink's kernels address every peer directly, so run"
-          " the world's ranks on one node's GPUs");
+    for (int r = 0; r < bootstrap.size(); ++r)
+      bases[r] = r == bootstrap.rank()    ? heap
+                 : one_node_per_process_ ? nullptr
+                                         : static_cast<char*>(nvshmem_ptr(heap, r));
     return bases;
   }
 
@@ -85,6 +84,7 @@ class NvshmemTransport final : public HeapTransport {
  private:
   Bootstrap& bootstrap_;
   int device_;
+  bool one_node_per_process_;
   bool joined_ = false;
 
   // Initialises NVSHMEM over the world's bootstrap (rank 0's unique id), or checks that the
@@ -122,6 +122,10 @@ class NvshmemTransport final : public HeapTransport {
                     "nvshmemx_hostlib_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID)");
       state.ours = true;
     }
+    // The device library's kernels read NVSHMEM's device state from their own module; NVSHMEM
+    // fills it in once told where it is (also when the program initialised NVSHMEM itself).
+    agree(bootstrap_, nvshmem_device_attach() == 0,
+          "registering tilelink's NVSHMEM device library with NVSHMEM (nvshmemi_init_thread) failed");
     ++state.worlds;
     joined_ = true;
   }
@@ -140,8 +144,8 @@ class NvshmemTransport final : public HeapTransport {
 
 }  // namespace
 
-std::unique_ptr<HeapTransport> make_nvshmem_transport(Bootstrap& bootstrap, int device) {
-  return std::make_unique<NvshmemTransport>(bootstrap, device);
+std::unique_ptr<HeapTransport> make_nvshmem_transport(Bootstrap& bootstrap, int device, bool one_node_per_process) {
+  return std::make_unique<NvshmemTransport>(bootstrap, device, one_node_per_process);
 }
 
 }  // namespace tilelink::detail

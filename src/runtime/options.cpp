@@ -84,6 +84,18 @@ Transport resolve_transport(Transport requested) {
   return resolve_transport(requested, [](const char* name) { return std::getenv(name); });
 }
 
+bool resolve_one_node_per_process(bool requested, const EnvLookup& env) {
+  if (requested) return true;
+  const char* text = env ? env("TILELINK_ONE_NODE_PER_PROCESS") : nullptr;
+  if (text == nullptr || *text == '\0') return false;
+  return parse_env_integer("TILELINK_ONE_NODE_PER_PROCESS", text, 0, 1,
+                           "1 to treat every process as its own node (NVSHMEM put-with-signal to every peer), or 0") == 1;
+}
+
+bool resolve_one_node_per_process(bool requested) {
+  return resolve_one_node_per_process(requested, [](const char* name) { return std::getenv(name); });
+}
+
 ResolvedOptions resolve_options(const WorldOptions& options) {
   return resolve_options(options, [](const char* name) { return std::getenv(name); });
 }

@@ -34,6 +34,10 @@ ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& en
 // ("cuda_ipc" or "nvshmem"), then cuda_ipc. Throws naming the variable for any other text.
 Transport resolve_transport(Transport requested, const EnvLookup& env);
 Transport resolve_transport(Transport requested);  // from the process environment
+// Whether a multi-process world treats every process as its own node: requested, or
+// $TILELINK_ONE_NODE_PER_PROCESS = 1 (0 or unset: no). Throws naming the variable for other text.
+bool resolve_one_node_per_process(bool requested, const EnvLookup& env);
+bool resolve_one_node_per_process(bool requested);  // from the process environment
 ResolvedOptions resolve_options(const WorldOptions& options);  // from the process environment
 
 }  // namespace tilelink

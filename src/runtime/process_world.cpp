@@ -16,7 +16,7 @@ ProcessWorld::ProcessWorld(Bootstrap& bootstrap, int device, WorldOptions option
   detail::set_thread_rank(bootstrap.rank());
   detail::check_cuda(cudaSetDevice(device), "cudaSetDevice", device);
   context_ = std::make_unique<Context>(bootstrap, device, options,
-                                       detail::make_process_transport(options.transport, bootstrap, device));
+                                       detail::make_process_transport(options, bootstrap, device));
   try {
     context_->connect();
   } catch (...) {

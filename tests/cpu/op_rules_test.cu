@@ -96,6 +96,26 @@ TEST(OpRules, DecomposedPathsSplitTheGemmByRankWhereTheOverlapPaysItsFixedCosts)
   EXPECT_FALSE(gemm_rs_split_decomposed(kEightSharing, rs(8192, 4096, 3584)));
   EXPECT_FALSE(ag_gemm_split_decomposed(kOneRank, ag(8192, 3584, 8192, kOneRank)));
   EXPECT_TRUE(ag_gemm_split_decomposed(kFourGpus, ag(8192, 3584, 8192, kFourGpus)));
+  // Its copies read the peers' heaps: not where peers are reached through NVSHMEM put-with-signal.
+  Topology two_nodes = kTwoGpus;
+  two_nodes.peers_load_store = false;
+  EXPECT_FALSE(ag_gemm_split_decomposed(two_nodes, ag(8192, 14336, 4096, two_nodes)));
+  EXPECT_FALSE(gemm_rs_split_decomposed(two_nodes, rs(8192, 4096, 7168)));
+}
+
+// Peers only through NVSHMEM put-with-signal: NCCL + cuBLAS with a GPU per rank (the fused gather
+// over NVSHMEM is unmeasured across nodes), the fused push where ranks share a GPU (no NCCL there).
+TEST(OpRules, AgGemmWithoutLoadStorePeersTakesNcclOrTheNvshmemPush) {
+  using tilelink::OpPath;
+  auto ag = [](int64_t m, int64_t n, int64_t k, const Topology& t) {
+    return tilelink::AgGemmArgs{DType::bf16, nullptr, nullptr, nullptr, m / t.world, n, k};
+  };
+  for (Topology t : {kTwoGpus, kFourGpus, kEightSharing}) {
+    t.peers_load_store = false;
+    const OpPath want = t.max_ranks_per_gpu > 1 ? OpPath::fused : OpPath::decomposed;
+    for (const auto& a : {ag(8192, 14336, 4096, t), ag(8 * t.world, 8, 8, t), ag(4096, 3584, 8192, t)})
+      EXPECT_EQ(tilelink::ag_gemm_choose_path(t, a), want) << t.world << " ranks, M " << a.m_per_rank * t.world;
+  }
 }
 
 TEST(OpRules, GemmRsFusedOnlyWhereItsTrafficMatchesTheGemmOnTwoGpus) {

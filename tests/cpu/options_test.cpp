@@ -125,5 +125,23 @@ TEST(Transport, UnknownNamesAreErrorsThatNameTheVariable) {
   EXPECT_THROW(resolve_transport(static_cast<Transport>(7), env_of({})), Error);
 }
 
+TEST(OneNodePerProcess, OffUnlessAskedForByOptionOrEnvironment) {
+  EXPECT_FALSE(resolve_one_node_per_process(false, env_of({})));
+  EXPECT_FALSE(resolve_one_node_per_process(false, env_of({{"TILELINK_ONE_NODE_PER_PROCESS", ""}})));
+  EXPECT_FALSE(resolve_one_node_per_process(false, env_of({{"TILELINK_ONE_NODE_PER_PROCESS", "0"}})));
+  EXPECT_TRUE(resolve_one_node_per_process(false, env_of({{"TILELINK_ONE_NODE_PER_PROCESS", "1"}})));
+  EXPECT_TRUE(resolve_one_node_per_process(true, env_of({{"TILELINK_ONE_NODE_PER_PROCESS", "0"}})));
+  for (const char* text : {"yes", "2", "-1", "true"}) {
+    std::string message = "(no error)";
+    try {
+      resolve_one_node_per_process(false, env_of({{"TILELINK_ONE_NODE_PER_PROCESS", text}}));
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("TILELINK_ONE_NODE_PER_PROCESS='" + std::string(text) + "'"), std::string::npos)
+        << message;
+  }
+}
+
 }  // namespace
 }  // namespace tilelink

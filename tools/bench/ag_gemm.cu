@@ -9,6 +9,10 @@
 // as the GEMM sweep draws them, the drawn N being each rank's; --seed S, else a fresh seed, printed;
 // ends with auto's speed against the best other candidate, to check the rule on shapes nobody
 // chose). "decomposed": the op's decomposed path; "auto": default options (the rule's choice).
+// Peers reached only through NVSHMEM put-with-signal (--mpi with TILELINK_ONE_NODE_PER_PROCESS=1,
+// or several nodes): the paths the op has there — the SM push over NVSHMEM and, with a GPU per
+// rank, NCCL + cuBLAS. Processes sharing a GPU (--mpi on one GPU) have no sequential baseline
+// (no NCCL, and no process can copy its peers' inputs): the SM modes against the GEMM alone.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -109,8 +113,31 @@ int run(const Args& args) {
         RankData& d = rd[ctx.rank()];
         d.cublas->run(dt, d.gathered, d.b, d.c, m, n, k);
       };
+      bool nvshmem_only = false, gpu_per_rank = true;
+      world.run([&](Context& ctx) {
+        nvshmem_only = !ctx.peers_load_store();
+        gpu_per_rank = ctx.max_ranks_per_gpu() == 1;
+      });
+      auto automatic = [&](Context& ctx) {
+        RankData& d = rd[ctx.rank()];
+        ag_gemm(ctx, {dt, d.a, d.b, d.c, m_per_rank, n, k});
+      };
       std::vector<Candidate> cands;
-      if (w == 1) {
+      if (w > 1 && !gpu_per_rank && args.has("mpi")) {
+        // Processes sharing a GPU: no NCCL, and a process cannot copy its peers' inputs itself.
+        cands = {{"gemm_only", op(CommMode::push, CommEngine::sm, false)},
+                 {"push/sm", op(CommMode::push, CommEngine::sm, true)}};
+        if (!nvshmem_only) cands.push_back({"pull/sm", op(CommMode::pull, CommEngine::sm, true)});
+        cands.push_back({"auto", automatic});
+      } else if (w > 1 && nvshmem_only) {
+        cands = {{"copy+cublas", [&](Context& ctx) { copy(ctx); gemm(ctx); }},
+                 {"copy", copy},
+                 {"cublas", gemm},
+                 {"push/sm", op(CommMode::push, CommEngine::sm, true)},
+                 {"gemm_only", op(CommMode::push, CommEngine::sm, false)},
+                 {"decomposed", op(CommMode::push, CommEngine::sm, true, OpPath::decomposed)},
+                 {"auto", automatic}};
+      } else if (w == 1) {
         cands = {{"cublas", gemm}, {"fused", op(CommMode::push, CommEngine::copy_engine, true)}};
       } else {
         cands = {{"copy+cublas", [&](Context& ctx) { copy(ctx); gemm(ctx); }},
@@ -122,21 +149,20 @@ int run(const Args& args) {
                  {"pull/sm", op(CommMode::pull, CommEngine::sm, true)},
                  {"gemm_only", op(CommMode::push, CommEngine::copy_engine, false)},
                  {"decomposed", op(CommMode::push, CommEngine::sm, true, OpPath::decomposed)},
-                 {"auto", [&](Context& ctx) {
-                    RankData& d = rd[ctx.rank()];
-                    ag_gemm(ctx, {dt, d.a, d.b, d.c, m_per_rank, n, k});
-                  }}};
+                 {"auto", automatic}};
       }
       const std::vector<double> ms = time_interleaved(world, cands, topt);
       const double base = ms[0];
-      const double ideal = w == 1 ? ms[0] : std::max(ms[1], ms[2]);
+      // Without a sequential baseline (first candidate gemm_only) the GEMM alone is the ideal.
+      const bool sequential_baseline = w > 1 && cands[0].name == "copy+cublas";
+      const double ideal = sequential_baseline ? std::max(ms[1], ms[2]) : ms[0];
       for (size_t i = 0; i < cands.size(); ++i) {
         // All ranks compute concurrently on the GPU(s): count every rank's FLOPs.
         const double tf = tflops(m, n * w, k, ms[i]);
         table.row({std::to_string(w), std::to_string(m), std::to_string(n), std::to_string(k), cands[i].name,
                    fmt(ms[i]), fmt(tf, 1), fmt(base / ms[i], 3), fmt(100.0 * ideal / ms[i], 1)});
       }
-      if (w > 1) {
+      if (sequential_baseline) {
         // auto (last) against the fastest way to the same result: the sequential baseline and
         // every path of the op (not the parts "copy", "cublas", "gemm_only").
         double best = ms[0];

@@ -103,10 +103,13 @@ TL_DEVICE void note_aborted(const Team& t) {
 }
 
 // Writes the abort of call `epoch` into every rank's slots, naming this rank (`why`: 0 for a
-// timed-out wait, kAbortRefused for a call this rank's host refused). One thread.
+// timed-out wait, kAbortRefused for a call this rank's host refused). One thread. Ranks this one
+// cannot reach by load/store (Team::heap_base null: another node, or the one-node-per-process
+// setting) are skipped: their own waits give up at their bound.
 TL_DEVICE void announce_abort(const Team& t, uint64_t epoch, uint64_t why) {
 #pragma unroll 1
   for (int p = 0; p < t.num_ranks; ++p) {
+    if (heap_base_of(t, p) == nullptr) continue;
     uint64_t* slots = symm_at(t, t.abort_slots, p);
     st<Order::relaxed, Scope::sys>(slots + 1, uint64_t(t.rank) + 1 + why);
     red_max<Order::release, Scope::sys>(slots, epoch);

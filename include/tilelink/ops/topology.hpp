@@ -13,10 +13,11 @@ struct Topology {
   int world = 1;
   int max_ranks_per_gpu = 1;  // 1: every rank has its own GPU
   int sm_count = 132;         // the smallest SM share of any rank (Context::sm_count)
+  bool peers_load_store = true;  // false: some peers only through NVSHMEM put-with-signal
 };
 
 inline Topology topology_of(const Context& ctx) {
-  return {ctx.num_ranks(), ctx.max_ranks_per_gpu(), ctx.sm_count()};
+  return {ctx.num_ranks(), ctx.max_ranks_per_gpu(), ctx.sm_count(), ctx.peers_load_store()};
 }
 
 }  // namespace tilelink

@@ -47,6 +47,10 @@ struct WorldOptions {
   uint64_t barrier_timeout_ms = 0; // host barriers and allgathers (in-process and MPI worlds);
                                    // 0: $TILELINK_BARRIER_TIMEOUT_MS, else max(4 x wait timeout, 60 s)
   Transport transport = Transport::automatic;  // multi-process worlds only
+  // Multi-process NVSHMEM worlds: treat every process as a node of its own, so every peer is
+  // reached through NVSHMEM put-with-signal, never by load/store: the multi-node algorithms,
+  // run on one node. false: $TILELINK_ONE_NODE_PER_PROCESS=1 turns it on.
+  bool one_node_per_process = false;
 };
 
 // Collective plumbing among the ranks of one world: threads of one process, or MPI processes.
@@ -111,6 +115,10 @@ class Context {
   // value is the same on every rank, so are the grids, tile shapes and chunk layouts derived
   // from it (ranks exchange signals by those layouts).
   int sm_count() const { return sm_share_; }
+  // Whether every peer's heap is mapped here for load/store (false: some are reached only through
+  // NVSHMEM put-with-signal — another node, or WorldOptions::one_node_per_process). The same on
+  // every rank.
+  bool peers_load_store() const { return peers_load_store_; }
 
   // ---- symmetric memory: collective, same sizes in the same order on every rank ----------
   void* symmetric_alloc(size_t bytes, const char* what);
@@ -129,8 +137,11 @@ class Context {
   const HeapLayout& heap_layout() const { return layout_; }
 
   // Host-side symm_at: address of the symmetric object `local` on rank `peer`, as mapped here.
+  // Only for peers reachable by load/store (peers_load_store()).
   template <class T>
   T* peer_ptr(T* local, int peer) const {
+    TL_REQUIRE(heap_base_[peer] != nullptr, "tilelink rank ", rank_, ": rank ", peer,
+               "'s heap is not mapped here (it is reached through NVSHMEM put-with-signal only)");
     auto offset = reinterpret_cast<const char*>(local) - heap_base_[rank_];
     return reinterpret_cast<T*>(heap_base_[peer] + offset);
   }
@@ -238,6 +249,7 @@ class Context {
  private:
   Bootstrap& bootstrap_;
   int rank_ = 0, num_ranks_ = 1, device_ = 0, ranks_on_device_ = 1, max_ranks_per_gpu_ = 1, sm_share_ = 1;
+  bool peers_load_store_ = true;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
   HeapLayout layout_;                          // offsets of everything carved from the heap

@@ -16,6 +16,8 @@
 // async-TP has this structure) — or, where the rows per rank are too few for that to pay,
 // NCCL's all-gather, then one cuBLAS GEMM. On a shared GPU: the side stream's gather joined
 // before one cuBLAS GEMM.
+// Peers reachable only through NVSHMEM (another node, or one node per process): "ready" and the
+// pushes go by put-with-signal (gather_nvshmem.cu); the GEMM's waits are the same local ones.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -23,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/ag_gemm/gather_nvshmem.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/op_gemm.hpp"
 #include "ops/common/rules.hpp"
@@ -70,6 +73,23 @@ void validate_local(const Context& ctx, const AgGemmArgs& a, const AgGemmOptions
   TL_REQUIRE(o.comm_sms >= 0 && o.comm_sms < ctx.sm_count(), kOp, ": comm_sms=", o.comm_sms,
              " must be in [0, ", ctx.sm_count(), ") (this rank's SM share)");
   TL_REQUIRE(o.chunk_rows >= 0, kOp, ": chunk_rows must be >= 0");
+}
+
+// Peers reached only through NVSHMEM put-with-signal: the fused path pushes on SMs (pull and the
+// copy engine address the peers' heaps directly); the decomposed one is NCCL's, which needs a
+// GPU per rank.
+void validate_paths_without_load_store(const Context& ctx, const AgGemmOptions& o, OpPath path) {
+  if (ctx.peers_load_store() || ctx.num_ranks() == 1) return;
+  const char* why = " (this world reaches its peers through NVSHMEM put-with-signal: another node, or one node"
+                    " per process)";
+  if (path == OpPath::fused)
+    TL_REQUIRE(o.mode == CommMode::push && o.engine == CommEngine::sm, kOp,
+               ": the fused path pushes with SMs here; mode=pull and engine=copy_engine need peers reachable by"
+               " load/store", why);
+  else
+    TL_REQUIRE(ctx.max_ranks_per_gpu() == 1, kOp,
+               ": the decomposed path is NCCL's all-gather here, which needs a GPU per rank; ranks share a GPU",
+               why, ": use the fused path");
 }
 
 int default_comm_sms(const Context& ctx) {
@@ -157,6 +177,7 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   validate_local(ctx, a, o);
   auto& st = ctx.op_state<AgGemmState>(kOp);
   const OpPath path = o.path == OpPath::automatic ? ag_gemm_choose_path(ctx, a) : o.path;
+  validate_paths_without_load_store(ctx, o, path);
   // N may differ between ranks (each has its own B); the chunk layout, which every rank must
   // share, is planned for the largest.
   const int64_t n_max = st.uniform.require(ctx, kOp,
@@ -258,15 +279,25 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     // Peers may still be pulling this rank's rows of the latest pull-mode call.
     if (st.pull_used || ctx.capturing()) tile::stream_wait(side, team, done, world, me, pull_epoch);
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
-    // My chunks (for my GEMM) and "ready" (for my peers), in one kernel.
-    tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready, {{chunk_sig + map.tile(me, 0), cpr}}));
+    // My chunks (for my GEMM) and "ready" (for my peers): by load/store in one kernel, or the
+    // ready through NVSHMEM.
+    if (ctx.peers_load_store()) {
+      tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready, {{chunk_sig + map.tile(me, 0), cpr}}));
+    } else {
+      tile::stream_notify(side, team, {{chunk_sig + map.tile(me, 0), cpr}});
+      TL_CUDA_CHECK(ops::launch_ready_notify_nvshmem(team, ready, side));
+    }
 
     ctx.trace("side stream: own rows copied and published, ready sent");
     if (sm_engine) {
       ops::AgGatherParams p{team, map, gathered, static_cast<const char*>(a.a), row_bytes,
                             chunk_sig, ready, o.mode};
-      ops::ag_gather_kernel<<<comm_sms, ops::kGatherThreads, 0, side>>>(p);
-      TL_CUDA_CHECK(cudaGetLastError());
+      if (ctx.peers_load_store()) {
+        ops::ag_gather_kernel<<<comm_sms, ops::kGatherThreads, 0, side>>>(p);
+        TL_CUDA_CHECK(cudaGetLastError());
+      } else {
+        TL_CUDA_CHECK(ops::launch_ag_gather_nvshmem(p, comm_sms, side));
+      }
     } else {
       for (int step = 1; step < world; ++step) {
         const int peer = o.mode == CommMode::push ? tile::ring_prev(me, step, world)

@@ -116,6 +116,7 @@ void enqueue_allgather_ll(Context& ctx, const char* op, const AllgatherLlArgs& a
 }  // namespace ops
 
 void allgather_ll(Context& ctx, const AllgatherLlArgs& a, const AllgatherLlOptions& o) {
+  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { ops::enqueue_allgather_ll(ctx, kOp, a, o, stream); });
 }
 

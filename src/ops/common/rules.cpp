@@ -65,7 +65,9 @@ namespace {
 constexpr double kSplitMinBytesPerRank = 4.0 * 1024 * 1024;
 constexpr double kSplitMinFlopsPerRank = 4e9;
 bool split_pays(const Topology& topo, double bytes_per_rank, double flops_per_rank) {
-  return topo.world > 1 && topo.max_ranks_per_gpu == 1 && bytes_per_rank >= kSplitMinBytesPerRank &&
+  // Its copies read the peers' heaps: load/store peers only.
+  return topo.world > 1 && topo.max_ranks_per_gpu == 1 && topo.peers_load_store &&
+         bytes_per_rank >= kSplitMinBytesPerRank &&
          flops_per_rank >= kSplitMinFlopsPerRank;
 }
 }  // namespace
@@ -78,6 +80,11 @@ bool split_pays(const Topology& topo, double bytes_per_rank, double flops_per_ra
 //    rule stands.
 OpPath ag_gemm_choose_path(const Topology& topo, const AgGemmArgs& a) {
   if (topo.world == 1) return OpPath::decomposed;
+  // Peers reached only through NVSHMEM put-with-signal (other nodes, or one node per process):
+  // NCCL + cuBLAS where NCCL runs (one GPU per rank), since the fused gather over NVSHMEM has not
+  // been measured across nodes; ranks sharing a GPU (NCCL refuses two ranks on one device) have
+  // only the fused path.
+  if (!topo.peers_load_store) return topo.max_ranks_per_gpu > 1 ? OpPath::fused : OpPath::decomposed;
   if (topo.max_ranks_per_gpu > 1) return OpPath::decomposed;
   if (topo.world == 2 && ops::ag_gemm_split_decomposed(topo, a)) return OpPath::decomposed;
   const int64_t m = a.m_per_rank * topo.world;

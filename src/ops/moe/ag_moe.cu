@@ -187,6 +187,7 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
 }  // namespace
 
 void ag_moe(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o) {
+  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { ag_moe_enqueue(ctx, a, o, stream); });
 }
 

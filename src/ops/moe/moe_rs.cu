@@ -171,6 +171,7 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
 }  // namespace
 
 void moe_rs(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o) {
+  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { moe_rs_enqueue(ctx, a, o, stream); });
 }
 

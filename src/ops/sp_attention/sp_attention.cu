@@ -261,6 +261,7 @@ static void sp_attention_enqueue(Context& ctx, const SpAttentionArgs& a, const S
 }
 
 void sp_attention(Context& ctx, const SpAttentionArgs& a, const SpAttentionOptions& o) {
+  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { sp_attention_enqueue(ctx, a, o, stream); });
 }
 

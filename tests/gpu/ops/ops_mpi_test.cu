@@ -5,6 +5,11 @@
 // rank starting late; allgather_ll; flash_decode; sp_attention; ag_moe and moe_rs; a straggler whose call times
 // out, then 100 correct calls.
 //
+// With TILELINK_ONE_NODE_PER_PROCESS=1 (NVSHMEM transport) the processes reach each other only
+// through NVSHMEM put-with-signal, as ranks on different nodes do: ag_gemm runs its NVSHMEM path
+// (every mode it offers there; the others must refuse clearly), the straggler's abort travels
+// through NVSHMEM, and the ops without such a path must refuse before launching anything.
+//
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
 // itself. Tests use non-fatal EXPECTs so that a failure on one rank cannot leave the others in a
@@ -17,6 +22,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <utility>
 #include <random>
 #include <thread>
 #include <vector>
@@ -29,6 +36,7 @@
 namespace tt = tilelink::test;
 using tilelink::Context;
 using tilelink::DType;
+using tilelink::OpPath;
 
 namespace {
 
@@ -62,6 +70,14 @@ std::string shape_name(int64_t m, int64_t n, int64_t k, DType dt) {
   return std::string(tilelink::dtype_name(dt)) + " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
          std::to_string(k);
 }
+
+// Whether the processes reach each other only through NVSHMEM put-with-signal.
+bool nvshmem_only(const Context& ctx) { return !ctx.peers_load_store(); }
+
+// The ops with no path over NVSHMEM put-with-signal skip their tests in such a world (the test
+// below checks that they refuse it).
+#define SKIP_WITHOUT_LOAD_STORE_PEERS(ctx) \
+  if (nvshmem_only(ctx)) GTEST_SKIP() << "no path over NVSHMEM put-with-signal (refusal: OpsWithoutAPathRefuse)"
 
 // ---- ag_gemm -----------------------------------------------------------------------------------
 // Rank q's A shard is fill_uniform(seed (q, 1)); each rank's B is its own (seed (rank, 2)).
@@ -111,19 +127,42 @@ void ag_gemm_case(Context& ctx, const tt::AgMode& mode, DType dt, int64_t mpr, i
   ctx.barrier();
 }
 
+// Over NVSHMEM put-with-signal only, ag_gemm's fused path pushes on SMs, and its decomposed path
+// is NCCL's all-gather (a GPU per rank); the automatic choice picks one of those.
+bool ag_mode_runs(const Context& ctx, const tt::AgMode& m) {
+  if (!nvshmem_only(ctx) || ctx.num_ranks() == 1 || m.path == OpPath::automatic) return true;
+  if (m.path == OpPath::decomposed) return ctx.max_ranks_per_gpu() == 1;
+  return m.mode == tilelink::CommMode::push && m.engine == tilelink::CommEngine::sm;
+}
+
 TEST(OpsMpi, AgGemmEveryModeMatchesReference) {
   Context& ctx = *g_ctx;
   struct S {
     int64_t mpr, n, k;
   };
   const S shapes[] = {{512, 1376, 1024}, {256, 3584, 2048}, {100, 264, 520}, {1, 8, 8}, {1031, 1000, 2056}};
-  for (const auto& mode : tt::kAgModes)
+  for (const auto& mode : tt::kAgModes) {
+    if (!ag_mode_runs(ctx, mode)) {
+      std::string error;
+      DeviceBuffers mem;
+      void* x = mem.get(64 * 64 * 2);
+      try {
+        tilelink::ag_gemm(ctx, {DType::bf16, x, x, x, 8, 8, 8}, tt::ag_options(mode));
+      } catch (const tilelink::Error& e) {
+        error = e.what();
+      }
+      EXPECT_NE(error.find("put-with-signal"), std::string::npos)
+          << tt::mode_name(mode) << " ran (or failed otherwise) over NVSHMEM put-with-signal: " << error;
+      ctx.barrier();
+      continue;
+    }
     for (const S& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {
         const uint64_t seed = tt::shared_fresh_seed(ctx);
         SCOPED_TRACE(tt::seed_trace(seed));
         ag_gemm_case(ctx, mode, dt, s.mpr, s.n, s.k, seed);
       }
+  }
 }
 
 // ---- gemm_rs / gemm_ar ---------------------------------------------------------------------------
@@ -164,6 +203,7 @@ void reduce_case(Context& ctx, const tt::ReduceVariant& v, DType dt, int64_t m, 
 
 TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
   Context& ctx = *g_ctx;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int64_t w = ctx.num_ranks();
   struct S {
     int64_t m, n, k;
@@ -182,6 +222,7 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
 // The all-reduce takes any M: two_shot splits rows the world size does not divide unevenly.
 TEST(OpsMpi, AllReduceAnyM) {
   Context& ctx = *g_ctx;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   for (auto algo : {tilelink::ArAlgo::one_shot, tilelink::ArAlgo::two_shot})
     for (int64_t m : {int64_t(1), int64_t(129), int64_t(16 * ctx.num_ranks() + 3)}) {
       const tt::ReduceVariant v{true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, algo,
@@ -198,6 +239,7 @@ TEST(OpsMpi, AllReduceAnyM) {
 // between calls with no reset).
 TEST(OpsMpi, StressRandomOpsOneRankLate) {
   Context& ctx = *g_ctx;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
@@ -237,6 +279,7 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
 // ---- allgather_ll ---------------------------------------------------------------------------------
 TEST(OpsMpi, AllgatherLlEveryRanksBytesLandBitwise) {
   Context& ctx = *g_ctx;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
@@ -267,6 +310,7 @@ TEST(OpsMpi, AllgatherLlEveryRanksBytesLandBitwise) {
 // the float64 reference over all of them.
 TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
   Context& ctx = *g_ctx;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
@@ -329,6 +373,7 @@ TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
 // ---- sp_attention ---------------------------------------------------------------------------------
 TEST(OpsMpi, SpAttentionMatchesAttentionOverTheWholeSequence) {
   namespace sp = tilelink::test::sp;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(*g_ctx);
   const uint64_t seed = tt::shared_fresh_seed(*g_ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
   const std::vector<sp::SpCase> cases = {
@@ -353,6 +398,7 @@ TEST(OpsMpi, SpAttentionMatchesAttentionOverTheWholeSequence) {
 // built from every rank's inputs, regenerated from the shared seed.
 TEST(OpsMpi, MoeOpsMatchAFloat64Reference) {
   namespace moe = tilelink::test::moe;
+  SKIP_WITHOUT_LOAD_STORE_PEERS(*g_ctx);
   Context& ctx = *g_ctx;
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
@@ -440,6 +486,35 @@ TEST(OpsMpi, MoeOpsMatchAFloat64Reference) {
     EXPECT_EQ(bad_out, 0) << "moe_rs " << what << ": " << bad_out << " of " << m * hidden << " outputs off";
     ctx.barrier();
   }
+}
+
+// ---- ops without a path over NVSHMEM put-with-signal -------------------------------------------------
+// Each refuses such a world before it launches anything (so before it looks at its arguments),
+// with an error that says why, on every rank alike; the world stays usable.
+TEST(OpsMpi, OpsWithoutAPathRefuse) {
+  Context& ctx = *g_ctx;
+  if (!nvshmem_only(ctx)) GTEST_SKIP() << "every peer is reachable by load/store here";
+  const std::pair<const char*, std::function<void()>> calls[] = {
+      {"gemm_rs", [&] { tilelink::gemm_rs(ctx, {}); }},
+      {"gemm_ar", [&] { tilelink::gemm_ar(ctx, {}); }},
+      {"allgather_ll", [&] { tilelink::allgather_ll(ctx, {}); }},
+      {"flash_decode", [&] { tilelink::flash_decode(ctx, {}); }},
+      {"sp_attention", [&] { tilelink::sp_attention(ctx, {}); }},
+      {"ag_moe", [&] { tilelink::ag_moe(ctx, {}); }},
+      {"moe_rs", [&] { tilelink::moe_rs(ctx, {}); }},
+  };
+  for (const auto& [op, call] : calls) {
+    std::string error;
+    try {
+      call();
+    } catch (const tilelink::Error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find(std::string(op) + ": this world reaches some peers only through NVSHMEM put-with-signal"),
+              std::string::npos)
+        << op << " did not refuse the world: " << error;
+  }
+  ctx.barrier();
 }
 
 // ---- a fault the world survives -------------------------------------------------------------------

@@ -1,0 +1,70 @@
+// tilelink/tile/nvshmem.cuh — the tile primitives over the NVSHMEM backend (ll/nvshmem.cuh), for
+// peers this rank cannot address by load/store. Same names and arguments as the load/store forms
+// (data.cuh, signal.cuh), with the backend tag first:
+//
+//   tile_push_data(tile::nvshmem, coop, team, map, tile, dst, src, src_row0, row_bytes, signals, to)
+//       the tile's rows of `src` (symmetric memory: NVSHMEM reads it, perhaps through a NIC) into
+//       the same rows of the symmetric `dst` on rank `to`, and the tile's slot there raised to the
+//       call's epoch after them: one put-with-signal.
+//   rank_notify(tile::nvshmem, coop, team, rank_signals, dst)
+//       coarse: this rank's slot of `rank_signals` on `dst` raised to the call's epoch.
+//   pushes_complete(tile::nvshmem, coop)
+//       every push this rank issued has read its source and landed (their sources may change).
+//
+// tile::nvshmem names the same tag for the ops (which use no ll:: name). Waits need no backend: a
+// consumer waits on its own slots (signal.cuh), wherever the producer is.
+#pragma once
+
+#include <cstdint>
+
+#include "tilelink/ll/nvshmem.cuh"
+#include "tilelink/ll/signal.cuh"
+#include "tilelink/tile/coop.cuh"
+#include "tilelink/tile/data.cuh"
+
+namespace tilelink::tile {
+
+inline constexpr ll::Nvshmem nvshmem{};
+
+#if defined(__CUDACC__)
+
+namespace detail {
+template <Coop C>
+constexpr ll::PutScope put_scope() {
+  if constexpr (std::is_same_v<C, Block>) return ll::PutScope::block;
+  else if constexpr (std::is_same_v<C, Warp>) return ll::PutScope::warp;
+  else {
+    static_assert(std::is_same_v<C, Thread>,
+                  "NVSHMEM puts are issued by a Thread, a Warp or a whole Block (NVSHMEM has no other group)");
+    return ll::PutScope::thread;
+  }
+}
+}  // namespace detail
+
+template <Coop C, class Mapping>
+TL_DEVICE void tile_push_data(ll::Nvshmem, C coop, const ll::Team& team, const Mapping& map, int32_t tile, void* dst,
+                              const void* src, int64_t src_row0, int64_t row_bytes, uint64_t* signals, int32_t to) {
+  static_assert(RowTileMapping<Mapping>,
+                "tile_push_data: Mapping must provide RowRange rows(tile) and notify_slot(tile)");
+  const RowRange rr = map.rows(tile);
+  ll::putmem_signal_nbi<detail::put_scope<C>()>(
+      ll::nvshmem, team, static_cast<char*>(dst) + rr.begin * row_bytes,
+      static_cast<const char*>(src) + (rr.begin - src_row0) * row_bytes, size_t(rr.count) * size_t(row_bytes),
+      signals + map.notify_slot(tile), ll::call_epoch(team), to);
+}
+
+template <Coop C>
+TL_DEVICE void rank_notify(ll::Nvshmem, C coop, const ll::Team& team, uint64_t* rank_signals, int32_t dst) {
+  coop.sync();
+  if (coop.leader()) ll::signal_set(ll::nvshmem, team, rank_signals + team.rank, ll::call_epoch(team), dst);
+}
+
+template <Coop C>
+TL_DEVICE void pushes_complete(ll::Nvshmem, C coop) {
+  coop.sync();
+  if (coop.leader()) ll::quiet(ll::nvshmem);
+}
+
+#endif  // __CUDACC__
+
+}  // namespace tilelink::tile
