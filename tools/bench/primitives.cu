@@ -19,6 +19,10 @@
 // memory is the same HBM and the bandwidth is a device-local copy) or --mpi (one rank per process
 // under mpirun; ranks 0 and 1 are measured, CUDA IPC between them; use MPS when processes share
 // a GPU).
+// Over the NVSHMEM transport (--mpi, TILELINK_TRANSPORT=nvshmem) also the NVSHMEM backend: signal
+// round trips by nvshmemx_signal_op and pushes by put-with-signal over B blocks (checked on rank
+// 1 against rank 0's source pattern) — the only rows when the peers are reached through NVSHMEM
+// alone (TILELINK_ONE_NODE_PER_PROCESS=1, or several nodes).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -30,6 +34,9 @@
 #include <vector>
 
 #include "bench/registry.hpp"
+#if defined(TILELINK_BENCH_NVSHMEM)
+#include "bench/nvshmem/primitives_nvshmem.hpp"
+#endif
 #include "tilelink/ll.cuh"
 #include "tilelink/runtime/context.hpp"
 #include "tilelink/core/error.hpp"
@@ -98,6 +105,19 @@ __global__ void fill_kernel(uint64_t* p, size_t words, uint64_t seed) {
   }
 }
 
+// Words of `p` that differ from fill_kernel's pattern for `seed`.
+__global__ void count_pattern_mismatches_kernel(const uint64_t* p, size_t words, uint64_t seed,
+                                                unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t x = seed + i * 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    mine += p[i] != (x ^ (x >> 31));
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
 __global__ void count_mismatches_kernel(const uint4* a, const uint4* b, size_t n16, unsigned long long* bad) {
   unsigned long long mine = 0;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x) {
@@ -160,17 +180,26 @@ class PrimitivesBench {
     const cudaUUID_t mine = ctx_.device_props().uuid;
     ctx_.allgather(&mine, uuids.data(), sizeof mine);
     same_gpu_ = std::memcmp(&uuids[0], &uuids[1], sizeof(cudaUUID_t)) == 0;
-    slot_ = ctx_.signal_alloc(1, "bench primitives: ping-pong slot");
+    // Slot 0: the ping-pong; slot 1: the NVSHMEM pushes' signal.
+    slot_ = ctx_.signal_alloc(2, "bench primitives: ping-pong and push signals");
     stamps_ = ctx_.symmetric_alloc_n<uint64_t>(o_.samples + 1, "bench primitives: timestamps");
     bad_ = ctx_.symmetric_alloc_n<unsigned long long>(1, "bench primitives: mismatch counter");
     src_ = static_cast<char*>(ctx_.symmetric_alloc(o_.max_bytes, "bench primitives: source"));
     dst_ = static_cast<char*>(ctx_.symmetric_alloc(o_.max_bytes, "bench primitives: destination"));
     fill_kernel<<<1024, 256, 0, ctx_.stream()>>>(reinterpret_cast<uint64_t*>(src_), o_.max_bytes / 8,
-                                                 0xC0FFEEull * (me + 1));
+                                                 source_seed(me));
     check(cudaGetLastError(), "fill_kernel launch");
     check(cudaStreamSynchronize(ctx_.stream()), "fill");
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
+    load_store_ = ctx_.peers_load_store();
+#if defined(TILELINK_BENCH_NVSHMEM)
+    nvshmem_ = std::string(ctx_.transport_name()) == "NVSHMEM";
+    if (nvshmem_)
+      TL_REQUIRE(tilelink::bench::nvshmem::attach() == 0,
+                 "tilelink-bench primitives: registering the bench's NVSHMEM device state failed");
+#endif
+    TL_REQUIRE(load_store_ || nvshmem_, "tilelink-bench primitives: the peers are not reachable by load/store");
     ctx_.barrier();
 
     latency();
@@ -182,7 +211,37 @@ class PrimitivesBench {
   }
 
  private:
+  static uint64_t source_seed(int rank) { return 0xC0FFEEull * (rank + 1); }
+
   // ---- latency ----------------------------------------------------------------------------
+  // Rank 0's globaltimer stamps of the latest ping-pong as microseconds per round trip.
+  std::vector<double> round_trip_us(uint32_t rounds, uint32_t samples) {
+    std::vector<double> per_rt_us;
+    if (ctx_.rank() == 0) {
+      std::vector<uint64_t> ts(samples + 1);
+      check(cudaMemcpy(ts.data(), stamps_, ts.size() * 8, cudaMemcpyDeviceToHost), "read stamps");
+      for (uint32_t s = 0; s < samples; ++s) per_rt_us.push_back((ts[s + 1] - ts[s]) / 1000.0 / rounds);
+    }
+    return per_rt_us;
+  }
+
+  // The same ping-pong with NVSHMEM signals (values carry the epoch: no reset).
+  std::vector<double> nvshmem_ping_pong(uint32_t rounds, uint32_t samples) {
+#if defined(TILELINK_BENCH_NVSHMEM)
+    const uint64_t base = ctx_.begin_op("bench_primitives_nvshmem_ping_pong") << 32;
+    ctx_.barrier();
+    if (ctx_.rank() <= 1)
+      check(tilelink::bench::nvshmem::ping_pong(ctx_.team(), slot_, base, rounds, samples, stamps_, ctx_.stream()),
+            "NVSHMEM ping-pong launch");
+    ctx_.synchronize("bench_primitives_nvshmem_ping_pong");
+    ctx_.barrier();
+    return round_trip_us(rounds, samples);
+#else
+    (void)rounds, (void)samples;
+    return {};
+#endif
+  }
+
   template <ll::Scope S, bool kAdd>
   std::vector<double> ping_pong(uint32_t rounds, uint32_t samples) {
     const uint64_t epoch = ctx_.begin_op("bench_primitives_ping_pong");
@@ -196,27 +255,25 @@ class PrimitivesBench {
     }
     ctx_.synchronize("bench_primitives_ping_pong");
     ctx_.barrier();
-    std::vector<double> per_rt_us;
-    if (ctx_.rank() == 0) {
-      std::vector<uint64_t> ts(samples + 1);
-      check(cudaMemcpy(ts.data(), stamps_, ts.size() * 8, cudaMemcpyDeviceToHost), "read stamps");
-      for (uint32_t s = 0; s < samples; ++s) per_rt_us.push_back((ts[s + 1] - ts[s]) / 1000.0 / rounds);
-    }
-    return per_rt_us;
+    return round_trip_us(rounds, samples);
   }
 
-  template <ll::Scope S, bool kAdd>
-  void latency_variant(const char* name) {
-    ping_pong<S, kAdd>(o_.rounds, std::min<uint32_t>(2, o_.samples));  // warm-up
-    auto us = ping_pong<S, kAdd>(o_.rounds, o_.samples);
+  template <class PingPong>
+  void latency_variant(const char* name, PingPong ping_pong) {
+    ping_pong(o_.rounds, std::min<uint32_t>(2, o_.samples));  // warm-up
+    auto us = ping_pong(o_.rounds, o_.samples);
     if (ctx_.rank() == 0)
       latency_.push_back({name, median(us), *std::min_element(us.begin(), us.end()), o_.rounds, o_.samples});
+  }
+  template <ll::Scope S, bool kAdd>
+  void latency_variant(const char* name) {
+    latency_variant(name, [&](uint32_t r, uint32_t s) { return ping_pong<S, kAdd>(r, s); });
   }
 
   void latency() {
     // A short probe: without MPS, processes sharing a GPU time-slice (~4.5 ms per round trip);
     // then shrink the run so it still ends in seconds, and say so.
-    auto probe = ping_pong<ll::Scope::sys, false>(10, 1);
+    auto probe = load_store_ ? ping_pong<ll::Scope::sys, false>(10, 1) : nvshmem_ping_pong(10, 1);
     double probe_us = ctx_.rank() == 0 ? probe.at(0) : 0;
     std::vector<double> all(ctx_.num_ranks());
     ctx_.allgather(&probe_us, all.data(), sizeof probe_us);
@@ -228,14 +285,35 @@ class PrimitivesBench {
       o_.rounds = 10;
       o_.samples = std::min<uint32_t>(o_.samples, 5);
     }
-    latency_variant<ll::Scope::sys, false>("signal set, sys scope");
-    latency_variant<ll::Scope::sys, true>("signal add, sys scope");
-    // gpu scope orders only agents of one GPU: measured only when ranks 0 and 1 share it.
-    if (same_gpu_) latency_variant<ll::Scope::gpu, false>("signal set, gpu scope");
+    if (load_store_) {
+      latency_variant<ll::Scope::sys, false>("signal set, sys scope");
+      latency_variant<ll::Scope::sys, true>("signal add, sys scope");
+      // gpu scope orders only agents of one GPU: measured only when ranks 0 and 1 share it.
+      if (same_gpu_) latency_variant<ll::Scope::gpu, false>("signal set, gpu scope");
+    }
+    if (nvshmem_)
+      latency_variant("NVSHMEM signal set", [&](uint32_t r, uint32_t s) { return nvshmem_ping_pong(r, s); });
   }
 
   // ---- bandwidth --------------------------------------------------------------------------
   // Times `launch` (enqueued on rank 0's stream) and checks the result; collective.
+  // `warmup` launches, then `iters` timed one by one on this rank's stream: microseconds each.
+  template <class Launch>
+  std::vector<double> time_launches(Launch launch) {
+    std::vector<double> us;
+    for (int i = 0; i < o_.warmup; ++i) launch();
+    for (int i = 0; i < o_.iters; ++i) {
+      check(cudaEventRecord(start_, ctx_.stream()), "cudaEventRecord");
+      launch();
+      check(cudaEventRecord(stop_, ctx_.stream()), "cudaEventRecord");
+      check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      us.push_back(ms * 1000.0);
+    }
+    return us;
+  }
+
   template <class Launch>
   void point(const std::string& method, bool push, int blocks, size_t bytes, Launch launch) {
     std::vector<double> us;
@@ -244,16 +322,7 @@ class PrimitivesBench {
     ctx_.barrier();
     if (ctx_.rank() == 0) {
       check(cudaMemsetAsync(push ? remote : local, 0, bytes, ctx_.stream()), "poison destination");
-      for (int i = 0; i < o_.warmup; ++i) launch();
-      for (int i = 0; i < o_.iters; ++i) {
-        check(cudaEventRecord(start_, ctx_.stream()), "cudaEventRecord");
-        launch();
-        check(cudaEventRecord(stop_, ctx_.stream()), "cudaEventRecord");
-        check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-        us.push_back(ms * 1000.0);
-      }
+      us = time_launches(launch);
       check(cudaGetLastError(), (method + " launch").c_str());
       // Check: the destination equals the source (16-byte words; sizes here are multiples of 16).
       check(cudaMemsetAsync(bad_, 0, sizeof *bad_, ctx_.stream()), "reset mismatch counter");
@@ -272,6 +341,44 @@ class PrimitivesBench {
     ctx_.barrier();
   }
 
+  // The NVSHMEM push of `bytes` over `blocks` blocks, timed on rank 0, checked on rank 1.
+  void nvshmem_point(int blocks, size_t bytes) {
+#if defined(TILELINK_BENCH_NVSHMEM)
+    std::vector<double> us;
+    const uint64_t value = ctx_.begin_op("bench_primitives_nvshmem_put");
+    if (ctx_.rank() == 1) check(cudaMemsetAsync(dst_, 0, bytes, ctx_.stream()), "poison destination");
+    ctx_.synchronize("bench_primitives_nvshmem_put");
+    ctx_.barrier();
+    if (ctx_.rank() == 0) {
+      us = time_launches([&] {
+        check(tilelink::bench::nvshmem::put(ctx_.team(), blocks, dst_, src_, bytes, slot_ + 1, value, 1, ctx_.stream()),
+              "NVSHMEM put launch");
+      });
+      ctx_.synchronize("bench_primitives_nvshmem_put");
+    }
+    ctx_.barrier();  // every put completed (quiet) before rank 1 looks
+    unsigned long long bad = 0;
+    if (ctx_.rank() == 1) {
+      check(cudaMemsetAsync(bad_, 0, sizeof *bad_, ctx_.stream()), "reset mismatch counter");
+      count_pattern_mismatches_kernel<<<264, 256, 0, ctx_.stream()>>>(reinterpret_cast<const uint64_t*>(dst_),
+                                                                     bytes / 8, source_seed(0), bad_);
+      check(cudaMemcpyAsync(&bad, bad_, sizeof bad, cudaMemcpyDeviceToHost, ctx_.stream()), "read mismatches");
+      ctx_.synchronize("bench_primitives_nvshmem_put");
+    }
+    std::vector<unsigned long long> all(ctx_.num_ranks());
+    ctx_.allgather(&bad, all.data(), sizeof bad);
+    TL_REQUIRE(all[1] == 0, "tilelink-bench primitives: NVSHMEM push of ", bytes, " bytes over ", blocks,
+               " blocks left ", all[1], " of ", bytes / 8, " 8-byte words wrong on rank 1");
+    if (ctx_.rank() == 0) {
+      const double m = median(us);
+      bandwidth_.push_back({"nvshmem", "push", blocks, bytes, m, bytes / (m * 1e3)});
+    }
+    ctx_.barrier();
+#else
+    (void)blocks, (void)bytes;
+#endif
+  }
+
   void bandwidth() {
     const int max_blocks = ctx_.sm_count();
     std::vector<int> sm_blocks = {8, 32, max_blocks}, tma_blocks = {8, 32, max_blocks};
@@ -286,6 +393,9 @@ class PrimitivesBench {
     const ll::Team team = ctx_.team();
     cudaStream_t s = ctx_.stream();
     for (size_t bytes = o_.min_bytes; bytes <= o_.max_bytes; bytes *= 4) {
+      if (nvshmem_)
+        for (int b : sm_blocks) nvshmem_point(b, bytes);
+      if (!load_store_) continue;
       for (bool push : {true, false}) {
         // push: local src -> dst on rank 1; pull: src on rank 1 -> local dst.
         for (int b : sm_blocks)
@@ -317,13 +427,18 @@ class PrimitivesBench {
     for (const auto& r : latency_) std::printf("  %-24s %10.2f %10.2f\n", r.variant.c_str(), r.median_us, r.min_us);
 
     for (const char* dir : {"push", "pull"}) {
+      if (!load_store_ && std::string(dir) == "pull") continue;  // NVSHMEM rows are pushes
       std::printf("\n%s bandwidth, GB/s (%s; median of %d after %d warm-up, CUDA events)\n", dir,
                   std::string(dir) == "push" ? "rank 0 writes rank 1's buffer" : "rank 0 reads rank 1's buffer",
                   o_.iters, o_.warmup);
       std::vector<std::pair<std::string, int>> cols;
-      for (int b : sm_blocks_) cols.push_back({"sm", b});
-      for (int b : tma_blocks_) cols.push_back({"tma", b});
-      cols.push_back({"ce", 0});
+      if (load_store_) {
+        for (int b : sm_blocks_) cols.push_back({"sm", b});
+        for (int b : tma_blocks_) cols.push_back({"tma", b});
+        cols.push_back({"ce", 0});
+      }
+      if (nvshmem_ && std::string(dir) == "push")
+        for (int b : sm_blocks_) cols.push_back({"nvshmem", b});
       std::printf("  %-10s", "bytes");
       for (auto& [m, b] : cols) {
         const std::string h = b ? m + "/" + std::to_string(b) + "blk" : std::string("copy-engine");
@@ -359,6 +474,8 @@ class PrimitivesBench {
 
  private:
   bool same_gpu_ = false;
+  bool load_store_ = true;  // the load/store rows (peers mapped here)
+  bool nvshmem_ = false;    // the NVSHMEM backend's rows (NVSHMEM transport)
   Context& ctx_;
   Options o_;
   uint64_t* slot_ = nullptr;
