@@ -89,7 +89,8 @@ bool resolve_one_node_per_process(bool requested, const EnvLookup& env) {
   const char* text = env ? env("TILELINK_ONE_NODE_PER_PROCESS") : nullptr;
   if (text == nullptr || *text == '\0') return false;
   return parse_env_integer("TILELINK_ONE_NODE_PER_PROCESS", text, 0, 1,
-                           "1 to treat every process as its own node (NVSHMEM put-with-signal to every peer), or 0") == 1;
+                           "1 to treat every process as its own node (NVSHMEM put-with-signal to every peer),"
+                           " or 0") == 1;
 }
 
 bool resolve_one_node_per_process(bool requested) {

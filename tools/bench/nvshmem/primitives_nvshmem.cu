@@ -33,7 +33,8 @@ __global__ void put_kernel(const ll::Team t, char* dst, const char* src, size_t 
                            int peer) {
   const size_t per = ((bytes + gridDim.x - 1) / gridDim.x + 15) & ~size_t(15);
   const size_t lo = min(bytes, per * blockIdx.x), hi = min(bytes, lo + per);
-  if (hi > lo) ll::putmem_signal_nbi<ll::PutScope::block>(ll::nvshmem, t, dst + lo, src + lo, hi - lo, sig, value, peer);
+  if (hi > lo)
+    ll::putmem_signal_nbi<ll::PutScope::block>(ll::nvshmem, t, dst + lo, src + lo, hi - lo, sig, value, peer);
   __syncthreads();
   if (threadIdx.x == 0) ll::quiet(ll::nvshmem);
 }
