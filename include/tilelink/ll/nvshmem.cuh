@@ -21,12 +21,13 @@
 // and add, no max). Set cannot lower a later call's epoch where each slot has one writer per call
 // and that writer's calls are ordered by a handshake — the ops that use this backend see to it.
 //
-// Only the translation units of the NVSHMEM device library include this header: they are built
-// with relocatable device code and linked against libnvshmem_device.a (src/nvshmem_device/).
+// Only translation units built with relocatable device code and device-linked against
+// libnvshmem_device.a include this header: libtilelink_nvshmem_device.so's
+// (src/runtime/CMakeLists.txt) and a program's own (tilelink-bench's, tools/CMakeLists.txt).
 #pragma once
 
 #if !defined(TILELINK_NVSHMEM_DEVICE)
-#error "tilelink/ll/nvshmem.cuh is for the NVSHMEM device library's translation units (src/nvshmem_device/)"
+#error "tilelink/ll/nvshmem.cuh needs relocatable device code linked against libnvshmem_device.a (TILELINK_NVSHMEM_DEVICE)"
 #endif
 
 #include <nvshmem.h>
