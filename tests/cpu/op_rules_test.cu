@@ -105,6 +105,19 @@ TEST(OpRules, DecomposedPathsSplitTheGemmByRankWhereTheOverlapPaysItsFixedCosts)
 
 // Peers only through NVSHMEM put-with-signal: NCCL + cuBLAS with a GPU per rank (the fused gather
 // over NVSHMEM is unmeasured across nodes), the fused push where ranks share a GPU (no NCCL there).
+TEST(OpRules, GemmRsWithoutLoadStorePeersTakesNcclOrTheNvshmemFullMeshPush) {
+  for (Topology t : {kTwoGpus, kFourGpus, kEightSharing}) {
+    t.peers_load_store = false;
+    const tilelink::RsSchedule s = tilelink::gemm_rs_choose_algo(t);
+    EXPECT_EQ(s.algo, tilelink::RsAlgo::full_mesh);
+    EXPECT_EQ(s.mode, tilelink::CommMode::push);
+    const tilelink::ReducePath want =
+        t.max_ranks_per_gpu > 1 ? tilelink::ReducePath::fused : tilelink::ReducePath::decomposed;
+    for (const auto& a : {rs(8192, 4096, 1376), rs(8 * t.world, 8, 8), rs(4096, 8192, 7168)})
+      EXPECT_EQ(tilelink::gemm_rs_choose_path(t, a), want) << t.world << " ranks, M " << a.m;
+  }
+}
+
 TEST(OpRules, AgGemmWithoutLoadStorePeersTakesNcclOrTheNvshmemPush) {
   using tilelink::OpPath;
   auto ag = [](int64_t m, int64_t n, int64_t k, const Topology& t) {

@@ -11,6 +11,8 @@
 // --shapes random: --count N shapes drawn as the GEMM sweep draws them (the drawn K being each
 // rank's, M rounded to whole rows per rank); --seed S, else a fresh seed, printed; ends with
 // auto's speed against the best other candidate, to check the rules on shapes nobody chose.
+// Peers reached only through NVSHMEM put-with-signal (--mpi with TILELINK_ONE_NODE_PER_PROCESS=1,
+// or several nodes): gemm_rs's paths there (full-mesh push, fused and decomposed); gemm_ar has none.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -103,9 +105,16 @@ int run_reduce(const Args& args, bool all_reduce) {
         RankData& d = rd[ctx.rank()];
         d.cublas->run(dt, d.a, d.b, d.full, m, n, k);
       };
+      bool nvshmem_only = false;
+      world.run([&](Context& ctx) { nvshmem_only = !ctx.peers_load_store(); });
+      TL_REQUIRE(!(nvshmem_only && all_reduce && w > 1),
+                 "tilelink-bench gemm_ar: gemm_ar has no path over NVSHMEM put-with-signal (TILELINK_ONE_NODE_PER_PROCESS=1,"
+                 " or several nodes)");
+      // Over NVSHMEM put-with-signal only the full-mesh push runs.
+      const RsAlgo rs_algo = nvshmem_only ? RsAlgo::full_mesh : RsAlgo::ring;
       // What a user runs without tilelink: cuBLAS, then NCCL (one GPU per rank; NCCL cannot run
       // two ranks on one GPU, so there the op's own decomposed path stands in).
-      std::function<void(Context&)> decomposed = rs(ReducePath::decomposed, RsAlgo::ring, CommMode::push);
+      std::function<void(Context&)> decomposed = rs(ReducePath::decomposed, rs_algo, CommMode::push);
       if (all_reduce) decomposed = ar(ReducePath::decomposed, ArAlgo::one_shot);
       auto sequential = [&, decomposed](Context& ctx) {
         if (ctx.max_ranks_per_gpu() > 1) return decomposed(ctx);
@@ -121,7 +130,7 @@ int run_reduce(const Args& args, bool all_reduce) {
       };
       std::vector<Candidate> cands;
       if (w == 1) {
-        std::function<void(Context&)> fused = rs(ReducePath::fused, RsAlgo::ring, CommMode::push);
+        std::function<void(Context&)> fused = rs(ReducePath::fused, rs_algo, CommMode::push);
         if (all_reduce) fused = ar(ReducePath::fused, ArAlgo::one_shot);
         cands = {{"cublas", gemm}, {"fused", fused}};
       } else if (all_reduce) {
@@ -131,6 +140,12 @@ int run_reduce(const Args& args, bool all_reduce) {
                  {"one_shot", ar(ReducePath::fused, ArAlgo::one_shot)},
                  {"two_shot", ar(ReducePath::fused, ArAlgo::two_shot)},
                  {"auto", ar(ReducePath::automatic, ArAlgo::automatic)}};
+      } else if (nvshmem_only) {
+        cands = {{"sequential", sequential},
+                 {"cublas", gemm},
+                 {"decomposed", decomposed},
+                 {"mesh/push", rs(ReducePath::fused, RsAlgo::full_mesh, CommMode::push)},
+                 {"auto", rs(ReducePath::automatic, RsAlgo::automatic, CommMode::push)}};
       } else {
         cands = {{"sequential", sequential},
                  {"cublas", gemm},

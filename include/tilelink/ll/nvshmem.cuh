@@ -5,6 +5,8 @@
 // The backend is a policy, passed as a tag first argument; the primitive names are the load/store
 // contract's (data.cuh, signal.cuh):
 //
+//   putmem_nbi(nvshmem, scope, team, dst, src, bytes, peer)
+//       the bytes into `dst` on `peer`; ordered before a later signal_set to that peer.
 //   putmem_signal_nbi(nvshmem, scope, team, dst, src, bytes, sig, value, peer)
 //       the bytes, then `sig` on `peer` set to `value`, ordered after them (NVSHMEM's
 //       put-with-signal). Non-blocking: `src` may be overwritten only after quiet(nvshmem).
@@ -64,6 +66,13 @@ inline int attach_nvshmem_device_state() {
 }
 
 #if defined(__CUDACC__)
+
+template <PutScope S>
+TL_DEVICE void putmem_nbi(Nvshmem, const Team&, void* dst, const void* src, size_t bytes, int peer) {
+  if constexpr (S == PutScope::block) nvshmemx_putmem_nbi_block(dst, src, bytes, peer);
+  else if constexpr (S == PutScope::warp) nvshmemx_putmem_nbi_warp(dst, src, bytes, peer);
+  else nvshmem_putmem_nbi(dst, src, bytes, peer);
+}
 
 template <PutScope S>
 TL_DEVICE void putmem_signal_nbi(Nvshmem, const Team&, void* dst, const void* src, size_t bytes, uint64_t* sig,

@@ -6,6 +6,12 @@
 //       the tile's rows of `src` (symmetric memory: NVSHMEM reads it, perhaps through a NIC) into
 //       the same rows of the symmetric `dst` on rank `to`, and the tile's slot there raised to the
 //       call's epoch after them: one put-with-signal.
+//   tile_push_rows(tile::nvshmem, coop, team, dst, dst_ld, src, src_ld, rows, row_bytes, to)
+//       `rows` rows of `row_bytes` from `src` (symmetric, rows dst_ld / src_ld bytes apart) into
+//       the symmetric `dst` on rank `to`, a warp per row; published by a later peer_tile_notify.
+//   peer_tile_notify(tile::nvshmem, coop, team, map, peer_signals, tile, dst)
+//       after this rank's earlier pushes to `dst`, slot (tile, this rank) there raised to the
+//       call's epoch.
 //   rank_notify(tile::nvshmem, coop, team, rank_signals, dst)
 //       coarse: this rank's slot of `rank_signals` on `dst` raised to the call's epoch.
 //   pushes_complete(tile::nvshmem, coop)
@@ -51,6 +57,26 @@ TL_DEVICE void tile_push_data(ll::Nvshmem, C coop, const ll::Team& team, const M
       ll::nvshmem, team, static_cast<char*>(dst) + rr.begin * row_bytes,
       static_cast<const char*>(src) + (rr.begin - src_row0) * row_bytes, size_t(rr.count) * size_t(row_bytes),
       signals + map.notify_slot(tile), ll::call_epoch(team), to);
+}
+
+template <Coop C>
+TL_DEVICE void tile_push_rows(ll::Nvshmem, C coop, const ll::Team& team, void* dst, int64_t dst_ld, const void* src,
+                              int64_t src_ld, int32_t rows, int64_t row_bytes, int32_t to) {
+  static_assert(!C::kOneThread, "tile_push_rows: moves one row per warp; call it with a Warp, WarpSpan or Block");
+  const int32_t warp = int32_t(coop.rank() / 32), warps = int32_t(coop.size() / 32);
+  for (int32_t r = warp; r < rows; r += warps)
+    ll::putmem_nbi<ll::PutScope::warp>(ll::nvshmem, team, static_cast<char*>(dst) + r * dst_ld,
+                                       static_cast<const char*>(src) + r * src_ld, size_t(row_bytes), to);
+}
+
+template <Coop C, class Mapping>
+TL_DEVICE void peer_tile_notify(ll::Nvshmem, C coop, const ll::Team& team, const Mapping& map, uint64_t* peer_signals,
+                                int32_t tile, int32_t dst) {
+  static_assert(ProducerMapping<Mapping>, "peer_tile_notify: Mapping must provide notify_slot(tile)");
+  coop.sync();
+  if (!coop.leader()) return;
+  uint64_t* slot = peer_signals + int64_t(map.notify_slot(tile)) * team.num_ranks + team.rank;
+  ll::signal_set(ll::nvshmem, team, slot, ll::call_epoch(team), dst);
 }
 
 template <Coop C>

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ops/ag_gemm/gather_nvshmem.hpp"
+#include "ops/common/nvshmem_launch.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/op_gemm.hpp"
 #include "ops/common/rules.hpp"

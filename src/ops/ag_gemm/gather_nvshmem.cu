@@ -8,11 +8,6 @@ namespace tilelink::ops {
 
 namespace {
 
-__global__ void ready_notify_nvshmem_kernel(const ll::Team team, uint64_t* ready) {
-  for (int dst = 0; dst < team.num_ranks; ++dst)
-    if (dst != team.rank) tile::rank_notify(tile::nvshmem, tile::Thread{}, team, ready, dst);
-}
-
 // The push loop of ag_gather_kernel with the put in NVSHMEM's hands. A chunk's slot on the peer
 // has one writer (this rank), and this rank pushes into a peer's call only after that peer said
 // it is ready for it, so setting the slot to the epoch never lowers a later call's value.
@@ -30,11 +25,6 @@ __global__ void __launch_bounds__(kGatherThreads) ag_gather_nvshmem_kernel(const
 }
 
 }  // namespace
-
-cudaError_t launch_ready_notify_nvshmem(const ll::Team& team, uint64_t* ready, cudaStream_t stream) {
-  ready_notify_nvshmem_kernel<<<1, 1, 0, stream>>>(team, ready);
-  return cudaGetLastError();
-}
 
 cudaError_t launch_ag_gather_nvshmem(const AgGatherParams& p, int blocks, cudaStream_t stream) {
   ag_gather_nvshmem_kernel<<<blocks, kGatherThreads, 0, stream>>>(p);

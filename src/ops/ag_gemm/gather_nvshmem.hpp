@@ -14,10 +14,6 @@ namespace tilelink::ops {
 
 struct AgGatherParams;  // tilelink/ops/ag_gemm/gather_kernel.cuh
 
-// This rank's slot of `ready` on every peer raised to the call's epoch: "my gathered A is free
-// for this call's pushes". One thread.
-cudaError_t launch_ready_notify_nvshmem(const ll::Team& team, uint64_t* ready, cudaStream_t stream);
-
 // Push mode: `blocks` blocks put this rank's rows, chunk by chunk in ring order, into every
 // peer's gathered A, each chunk with its slot; a peer's chunks go once it said it is ready. The
 // rows are read from this rank's own rows of the symmetric gathered A (p.gathered; p.a_local is

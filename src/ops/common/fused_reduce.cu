@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/nvshmem_launch.hpp"
 #include "ops/common/op_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/runtime/nccl.hpp"
@@ -40,14 +41,19 @@ tile::Notify notify_mode(ReduceAlgo algo, CommMode mode) {
   return tile::Notify::local;
 }
 
+// `load_store`: every peer is mapped here; otherwise the full-mesh push over NVSHMEM.
 template <class T>
-void launch_reducer(const ll::Team& team, const RowBlocks& rb, void* partial, void* stage,
+void launch_reducer(const ll::Team& team, bool load_store, const RowBlocks& rb, void* partial, void* stage,
                     const ReduceRequest& r, const uint64_t* gemm_signals, uint64_t* unit_signals,
                     const uint64_t* ready, uint64_t* reads_done, uint64_t reads_expected, int blocks,
                     cudaStream_t stream) {
   const ReduceParams<T> p{team, rb, static_cast<const T*>(partial), static_cast<T*>(stage),
                           static_cast<T*>(r.out), gemm_signals, unit_signals, ready, reads_done,
                           reads_expected, r.algo, r.mode, reduce_worker_warps(rb.num_units(), blocks)};
+  if (!load_store) {
+    TL_CUDA_CHECK(launch_full_mesh_push_nvshmem(p, blocks, stream));
+    return;
+  }
   switch (p.algo) {
     case ReduceAlgo::ring: ring_reduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
     case ReduceAlgo::full_mesh: full_mesh_reduce_kernel<T><<<blocks, kReduceThreads, 0, stream>>>(p); break;
@@ -104,7 +110,8 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   if (world > 1) {
     // This rank's buffers are free for this call: its previous call ended (stream order). One
     // kernel for all peers.
-    tile::stream_notify(reducer_stream, team, ops::my_slot_at_peers(ctx, ready));
+    if (ctx.peers_load_store()) tile::stream_notify(reducer_stream, team, ops::my_slot_at_peers(ctx, ready));
+    else TL_CUDA_CHECK(launch_ready_notify_nvshmem(team, ready, reducer_stream));
   }
 
   // One rank: nobody consumes the tile notifications, and publishing costs every CTA a wait for
@@ -115,11 +122,11 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
 
   if (world > 1) {
     if (r.dtype == DType::bf16)
-      launch_reducer<__nv_bfloat16>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
-                                    reads_expected, comm_sms, reducer_stream);
+      launch_reducer<__nv_bfloat16>(team, ctx.peers_load_store(), rb, partial, stage, r, gemm_signals, unit_signals,
+                                    ready, reads_done, reads_expected, comm_sms, reducer_stream);
     else
-      launch_reducer<__half>(team, rb, partial, stage, r, gemm_signals, unit_signals, ready, reads_done,
-                             reads_expected, comm_sms, reducer_stream);
+      launch_reducer<__half>(team, ctx.peers_load_store(), rb, partial, stage, r, gemm_signals, unit_signals, ready,
+                             reads_done, reads_expected, comm_sms, reducer_stream);
     ctx.trace("reduction enqueued");
     if (overlap) st.side.join(main);
   }
@@ -143,6 +150,9 @@ void validate_reduce(const Context& ctx, const ReduceRequest& r) {
   TL_REQUIRE(r.m * r.n <= INT32_MAX, op, ": m*n too large");
   TL_REQUIRE(r.comm_sms >= 0 && r.comm_sms < ctx.sm_count(), op, ": comm_sms=", r.comm_sms,
              " must be in [0, ", ctx.sm_count(), ") (this rank's SM share)");
+  TL_REQUIRE(ctx.peers_load_store() || w == 1 || (r.algo == ReduceAlgo::full_mesh && r.mode == CommMode::push), op,
+             ": this world reaches its peers through NVSHMEM put-with-signal (another node, or one node per"
+             " process), where only the full-mesh push reduce-scatter runs (algo full_mesh, mode push)");
 }
 
 void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {

@@ -63,7 +63,7 @@ inline void require_load_store_peers(const Context& ctx, const char* op) {
   TL_REQUIRE(ctx.peers_load_store(), op,
              ": this world reaches some peers only through NVSHMEM put-with-signal (another node, or"
              " TILELINK_ONE_NODE_PER_PROCESS=1), and ", op,
-             " has no path over it yet (ag_gemm has): run it in a world whose ranks share one node");
+              " has no path over it yet (ag_gemm and gemm_rs have): run it in a world whose ranks share one node");
 }
 
 // Runs body(stream) for one call of `op` on `requested` (unset: ctx.stream()).

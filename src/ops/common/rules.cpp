@@ -116,6 +116,9 @@ ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {
   //    So: split, except for (W - 1) / (W K) bytes per flop in [1/4096, 1/2048]. More ranks:
   //    not yet measured, the earlier rule stands.
   if (topo.world == 1) return ReducePath::decomposed;
+  // Peers reached only through NVSHMEM put-with-signal: as ag_gemm — cuBLAS + NCCL with a GPU per
+  // rank (the fused push over NVSHMEM is unmeasured across nodes), fused on a shared GPU.
+  if (!topo.peers_load_store) return topo.max_ranks_per_gpu > 1 ? ReducePath::fused : ReducePath::decomposed;
   const double flops = 2.0 * double(a.m) * double(a.n) * double(a.k);
   const bool pays = topo.max_ranks_per_gpu > 1 || overlap_can_pay(topo.world, a.k);
   const bool fused = a.m / topo.world >= 64 && flops >= 1e10 && pays;
@@ -133,7 +136,12 @@ ReducePath gemm_rs_choose_path(const Topology& topo, const GemmRsArgs& a) {
 //    soon as the one predecessor arrived (full mesh waits for every peer's slot);
 //  * ranks sharing a GPU (8 in-process ranks): 1.06-1.51x over full-mesh pull, the best of the
 //    rest (before the reduction worked in warps, full-mesh pull led by 1.5-2.6x).
-RsSchedule gemm_rs_choose_algo(const Topology&) { return RsSchedule{RsAlgo::ring, CommMode::push}; }
+// Peers reached only through NVSHMEM put-with-signal: full-mesh push, the one schedule that runs
+// over it (docs/OPS.md).
+RsSchedule gemm_rs_choose_algo(const Topology& topo) {
+  if (!topo.peers_load_store) return RsSchedule{RsAlgo::full_mesh, CommMode::push};
+  return RsSchedule{RsAlgo::ring, CommMode::push};
+}
 
 // ---- gemm_ar -----------------------------------------------------------------------------------
 // Rules measured on the H200 (docs/PERF.md, "gemm_ar"), N 8192, K 3584 per rank:

@@ -35,7 +35,6 @@ static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptio
 }
 
 void gemm_rs(Context& ctx, const GemmRsArgs& a, const GemmRsOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { gemm_rs_enqueue(ctx, a, o, stream); });
 }
 

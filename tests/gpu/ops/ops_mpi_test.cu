@@ -6,9 +6,10 @@
 // out, then 100 correct calls.
 //
 // With TILELINK_ONE_NODE_PER_PROCESS=1 (NVSHMEM transport) the processes reach each other only
-// through NVSHMEM put-with-signal, as ranks on different nodes do: ag_gemm runs its NVSHMEM path
-// (every mode it offers there; the others must refuse clearly), the straggler's abort travels
-// through NVSHMEM, and the ops without such a path must refuse before launching anything.
+// through NVSHMEM put-with-signal, as ranks on different nodes do: ag_gemm and gemm_rs run their
+// NVSHMEM paths (every mode they offer there; the others must refuse clearly), the straggler's
+// abort travels through NVSHMEM, and the ops without such a path must refuse before launching
+// anything.
 //
 // A process cannot read its peers' inputs, so every rank regenerates all ranks' inputs from the
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
@@ -73,6 +74,16 @@ std::string shape_name(int64_t m, int64_t n, int64_t k, DType dt) {
 
 // Whether the processes reach each other only through NVSHMEM put-with-signal.
 bool nvshmem_only(const Context& ctx) { return !ctx.peers_load_store(); }
+
+// What `call` threw ("" if it returned).
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const tilelink::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // The ops with no path over NVSHMEM put-with-signal skip their tests in such a world (the test
 // below checks that they refuse it).
@@ -143,14 +154,10 @@ TEST(OpsMpi, AgGemmEveryModeMatchesReference) {
   const S shapes[] = {{512, 1376, 1024}, {256, 3584, 2048}, {100, 264, 520}, {1, 8, 8}, {1031, 1000, 2056}};
   for (const auto& mode : tt::kAgModes) {
     if (!ag_mode_runs(ctx, mode)) {
-      std::string error;
       DeviceBuffers mem;
       void* x = mem.get(64 * 64 * 2);
-      try {
-        tilelink::ag_gemm(ctx, {DType::bf16, x, x, x, 8, 8, 8}, tt::ag_options(mode));
-      } catch (const tilelink::Error& e) {
-        error = e.what();
-      }
+      const std::string error =
+          error_of([&] { tilelink::ag_gemm(ctx, {DType::bf16, x, x, x, 8, 8, 8}, tt::ag_options(mode)); });
       EXPECT_NE(error.find("put-with-signal"), std::string::npos)
           << tt::mode_name(mode) << " ran (or failed otherwise) over NVSHMEM put-with-signal: " << error;
       ctx.barrier();
@@ -201,22 +208,44 @@ void reduce_case(Context& ctx, const tt::ReduceVariant& v, DType dt, int64_t m, 
   ctx.barrier();
 }
 
+// Over NVSHMEM put-with-signal only, gemm_rs runs as the full-mesh push (which the automatic
+// schedule picks there); gemm_ar and the other schedules refuse.
+bool reduce_variant_runs(const Context& ctx, const tt::ReduceVariant& v) {
+  if (!nvshmem_only(ctx) || ctx.num_ranks() == 1) return true;
+  return !v.all_reduce && (v.rs_algo == tilelink::RsAlgo::automatic ||
+                           (v.rs_algo == tilelink::RsAlgo::full_mesh && v.mode == tilelink::CommMode::push));
+}
+
 TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
   Context& ctx = *g_ctx;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int64_t w = ctx.num_ranks();
   struct S {
     int64_t m, n, k;
   };
-  // reference GEMM-RS shapes scaled (K/8 as on 8 ranks), then rows that straddle tiles, decode M.
-  const S shapes[] = {{1024, 4096, 1376}, {104 * w, 264, 520}, {w, 1024, 256}};
-  for (const auto& v : tt::all_reduce_variants())
+  // reference GEMM-RS shapes scaled (K/8 as on 8 ranks), then rows that straddle tiles, decode M;
+  // every M a multiple of the world size (one per process, 2 to 8).
+  const S shapes[] = {{512 * w, 4096, 1376}, {104 * w, 264, 520}, {w, 1024, 256}};
+  auto variants = tt::all_reduce_variants();
+  if (nvshmem_only(ctx))  // its decomposed path: the same kernel after the GEMM, or NCCL
+    variants.push_back({false, tilelink::RsAlgo::full_mesh, tilelink::CommMode::push, tilelink::ArAlgo::automatic,
+                        tilelink::ReducePath::decomposed});
+  for (const auto& v : variants) {
+    if (!reduce_variant_runs(ctx, v)) {
+      DeviceBuffers mem;
+      void* x = mem.get(64 * 64 * 2);
+      const std::string error = error_of([&] { tt::call_reduce(ctx, v, DType::bf16, x, x, x, 8 * w, 8, 8); });
+      EXPECT_NE(error.find("put-with-signal"), std::string::npos)
+          << v.name() << " ran (or failed otherwise) over NVSHMEM put-with-signal: " << error;
+      ctx.barrier();
+      continue;
+    }
     for (const S& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {
         const uint64_t seed = tt::shared_fresh_seed(ctx);
         SCOPED_TRACE(tt::seed_trace(seed));
         reduce_case(ctx, v, dt, s.m, s.n, s.k, seed);
       }
+  }
 }
 
 // The all-reduce takes any M: two_shot splits rows the world size does not divide unevenly.
@@ -495,7 +524,6 @@ TEST(OpsMpi, OpsWithoutAPathRefuse) {
   Context& ctx = *g_ctx;
   if (!nvshmem_only(ctx)) GTEST_SKIP() << "every peer is reachable by load/store here";
   const std::pair<const char*, std::function<void()>> calls[] = {
-      {"gemm_rs", [&] { tilelink::gemm_rs(ctx, {}); }},
       {"gemm_ar", [&] { tilelink::gemm_ar(ctx, {}); }},
       {"allgather_ll", [&] { tilelink::allgather_ll(ctx, {}); }},
       {"flash_decode", [&] { tilelink::flash_decode(ctx, {}); }},
@@ -504,12 +532,7 @@ TEST(OpsMpi, OpsWithoutAPathRefuse) {
       {"moe_rs", [&] { tilelink::moe_rs(ctx, {}); }},
   };
   for (const auto& [op, call] : calls) {
-    std::string error;
-    try {
-      call();
-    } catch (const tilelink::Error& e) {
-      error = e.what();
-    }
+    const std::string error = error_of(call);
     EXPECT_NE(error.find(std::string(op) + ": this world reaches some peers only through NVSHMEM put-with-signal"),
               std::string::npos)
         << op << " did not refuse the world: " << error;

@@ -240,7 +240,27 @@ __global__ void __launch_bounds__(kReduceThreads) ring_reduce_kernel(const Reduc
 }
 
 // ---- full mesh (reduce-scatter) -----------------------------------------------------------
-template <class T>
+namespace detail {
+
+// How the full-mesh push moves a unit of this rank's partial into rank b's stage slot for it and
+// tells b; finish() runs once per block at the end. By load/store here; over NVSHMEM
+// put-with-signal for peers load/store cannot reach (src/ops/common/reduce_nvshmem.cu).
+struct LoadStorePush {
+  template <class T>
+  static TL_DEVICE void unit(const Worker& wk, const ReduceParams<T>& p, const Unit& u, int32_t b) {
+    const int64_t n = p.rb.n, rpr = p.rb.rows_per_rank();
+    // Rank b's slot for me: [me][row - b*rpr][col] of its stage buffer.
+    T* dst = at(tile::peer_view(p.team, p.stage, b) + int64_t(p.team.rank) * rpr * n, n, u, int32_t(b * rpr));
+    const T* srcs[1] = {at(p.partial, n, u)};
+    wk.sum<T, 1>(srcs, 1, n, dst, n, u);
+    tile::peer_tile_notify(wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, p.rb.unit_slot(u), b);
+  }
+  static TL_DEVICE void finish() {}
+};
+
+}  // namespace detail
+
+template <class T, class Push = detail::LoadStorePush>
 __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const ReduceParams<T> p) {
   constexpr int kMaxSrc = ll::kMaxRanks;
   const int32_t w = p.team.num_ranks, me = p.team.rank;
@@ -261,11 +281,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
         tile::rank_wait(tile::Thread{}, p.team, p.ready, b);
       }
       wk.sync();
-      // Rank b's slot for me: [me][row - b*rpr][col] of its stage buffer.
-      T* dst = detail::at(tile::peer_view(p.team, p.stage, b) + int64_t(me) * rpr * n, n, u, b * rpr);
-      const T* srcs[1] = {detail::at(p.partial, n, u)};
-      wk.sum<T, 1>(srcs, 1, n, dst, n, u);
-      tile::peer_tile_notify(wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, p.rb.unit_slot(u), b);
+      Push::unit(wk, p, u, b);
       continue;
     }
     const Unit u = p.rb.unit(me, item - pushes);
@@ -289,6 +305,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
     wk.sum<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u, me * rpr), n, u);
   }
   if (p.mode == CommMode::pull && w > 1) detail::finish_reads(p, 1, w - 1);
+  Push::finish();
 }
 
 // ---- all-reduce -----------------------------------------------------------------------------
