@@ -131,6 +131,19 @@ TEST(OpRules, AgGemmWithoutLoadStorePeersTakesNcclOrTheNvshmemPush) {
   }
 }
 
+// Over NVSHMEM the all-reduce is the two-shot push, at every M (one_shot reads peers' partials).
+TEST(OpRules, GemmArWithoutLoadStorePeersTakesNcclOrTheNvshmemTwoShotPush) {
+  auto ar = [](int64_t m) { return tilelink::GemmArArgs{DType::bf16, nullptr, nullptr, nullptr, m, 8192, 3584}; };
+  for (Topology t : {kTwoGpus, kFourGpus, kEightSharing}) {
+    t.peers_load_store = false;
+    const ReducePath want = t.max_ranks_per_gpu > 1 ? ReducePath::fused : ReducePath::decomposed;
+    for (int64_t m : {int64_t(1), int64_t(129), int64_t(16 * t.world), int64_t(8192)}) {
+      EXPECT_EQ(tilelink::gemm_ar_choose_algo(t, ar(m)), tilelink::ArAlgo::two_shot) << t.world << " ranks, M " << m;
+      EXPECT_EQ(tilelink::gemm_ar_choose_path(t, ar(m)), want) << t.world << " ranks, M " << m;
+    }
+  }
+}
+
 TEST(OpRules, GemmRsFusedOnlyWhereItsTrafficMatchesTheGemmOnTwoGpus) {
   // Where the split pays on 2 GPUs: fused ring/push only for (W-1)/(W K) bytes per flop in
   // [1/4096, 1/2048], i.e. K per rank in [1024, 2048] (K = 1376: 1.46x against split 1.38x).

@@ -12,7 +12,8 @@
 // rank's, M rounded to whole rows per rank); --seed S, else a fresh seed, printed; ends with
 // auto's speed against the best other candidate, to check the rules on shapes nobody chose.
 // Peers reached only through NVSHMEM put-with-signal (--mpi with TILELINK_ONE_NODE_PER_PROCESS=1,
-// or several nodes): gemm_rs's paths there (full-mesh push, fused and decomposed); gemm_ar has none.
+// or several nodes): the paths there — gemm_rs's full-mesh push and gemm_ar's two-shot push, each
+// fused and decomposed.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -107,15 +108,13 @@ int run_reduce(const Args& args, bool all_reduce) {
       };
       bool nvshmem_only = false;
       world.run([&](Context& ctx) { nvshmem_only = !ctx.peers_load_store(); });
-      TL_REQUIRE(!(nvshmem_only && all_reduce && w > 1),
-                 "tilelink-bench gemm_ar: gemm_ar has no path over NVSHMEM put-with-signal (TILELINK_ONE_NODE_PER_PROCESS=1,"
-                 " or several nodes)");
-      // Over NVSHMEM put-with-signal only the full-mesh push runs.
+      // Over NVSHMEM put-with-signal only the full-mesh push and the two-shot push run.
       const RsAlgo rs_algo = nvshmem_only ? RsAlgo::full_mesh : RsAlgo::ring;
+      const ArAlgo ar_algo = nvshmem_only ? ArAlgo::two_shot : ArAlgo::one_shot;
       // What a user runs without tilelink: cuBLAS, then NCCL (one GPU per rank; NCCL cannot run
       // two ranks on one GPU, so there the op's own decomposed path stands in).
       std::function<void(Context&)> decomposed = rs(ReducePath::decomposed, rs_algo, CommMode::push);
-      if (all_reduce) decomposed = ar(ReducePath::decomposed, ArAlgo::one_shot);
+      if (all_reduce) decomposed = ar(ReducePath::decomposed, ar_algo);
       auto sequential = [&, decomposed](Context& ctx) {
         if (ctx.max_ranks_per_gpu() > 1) return decomposed(ctx);
         RankData& d = rd[ctx.rank()];
@@ -133,6 +132,12 @@ int run_reduce(const Args& args, bool all_reduce) {
         std::function<void(Context&)> fused = rs(ReducePath::fused, rs_algo, CommMode::push);
         if (all_reduce) fused = ar(ReducePath::fused, ArAlgo::one_shot);
         cands = {{"cublas", gemm}, {"fused", fused}};
+      } else if (all_reduce && nvshmem_only) {
+        cands = {{"sequential", sequential},
+                 {"cublas", gemm},
+                 {"decomposed", decomposed},
+                 {"two_shot", ar(ReducePath::fused, ArAlgo::two_shot)},
+                 {"auto", ar(ReducePath::automatic, ArAlgo::automatic)}};
       } else if (all_reduce) {
         cands = {{"sequential", sequential},
                  {"cublas", gemm},

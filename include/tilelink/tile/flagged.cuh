@@ -7,6 +7,9 @@
 //   get_flagged(coop, team, src, dst, g0, g1, flag, site)
 //       waits for granules [g0, g1) of this rank's buffer `src` to carry `flag` and writes their
 //       data to dst + g (any local memory); bounded, like every wait, and reported as `site`
+//   pack_flagged(coop, packed, src, g0, g1, flag)
+//       granules [g0, g1) of `src` as flagged words into this rank's `packed` (same layout as
+//       put_flagged's `dst`), for a backend that sends them from memory (tile/nvshmem.cuh)
 //
 // The scope's threads take granules in turn, so its loads and stores are coalesced. No barrier:
 // every granule carries its own flag.
@@ -30,6 +33,11 @@ TL_DEVICE void put_flagged(C coop, const ll::Team& team, uint64_t* dst, const ui
                            uint32_t flag, int to) {
   uint64_t* remote = ll::symm_at(team, dst, to);
   for (int64_t g = g0 + coop.rank(); g < g1; g += coop.size()) ll::st_flagged2(remote + 2 * g, src[g], flag);
+}
+
+template <Coop C>
+TL_DEVICE void pack_flagged(C coop, uint64_t* packed, const uint2* src, int64_t g0, int64_t g1, uint32_t flag) {
+  for (int64_t g = g0 + coop.rank(); g < g1; g += coop.size()) ll::st_flagged2(packed + 2 * g, src[g], flag);
 }
 
 template <Coop C>

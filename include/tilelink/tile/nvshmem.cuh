@@ -14,6 +14,12 @@
 //       call's epoch.
 //   rank_notify(tile::nvshmem, coop, team, rank_signals, dst)
 //       coarse: this rank's slot of `rank_signals` on `dst` raised to the call's epoch.
+//   put_flagged(tile::nvshmem, coop, team, dst, packed, g0, g1, to)
+//       granules [g0, g1) of flagged words this rank packed (pack_flagged, flagged.cuh) in its
+//       symmetric `packed` into the same granules of the symmetric `dst` on rank `to`: no signal,
+//       each word carries its flag. The receiver polls them with get_flagged. NVSHMEM writes every
+//       aligned 8-byte word whole (the low-latency protocol over a NIC relies on it, as NCCL's
+//       does); `packed` may be rewritten after pushes_complete.
 //   pushes_complete(tile::nvshmem, coop)
 //       every push this rank issued has read its source and landed (their sources may change).
 //
@@ -27,6 +33,7 @@
 #include "tilelink/ll/signal.cuh"
 #include "tilelink/tile/coop.cuh"
 #include "tilelink/tile/data.cuh"
+#include "tilelink/tile/flagged.cuh"
 
 namespace tilelink::tile {
 
@@ -83,6 +90,18 @@ template <Coop C>
 TL_DEVICE void rank_notify(ll::Nvshmem, C coop, const ll::Team& team, uint64_t* rank_signals, int32_t dst) {
   coop.sync();
   if (coop.leader()) ll::signal_set(ll::nvshmem, team, rank_signals + team.rank, ll::call_epoch(team), dst);
+}
+
+template <Coop C>
+TL_DEVICE void put_flagged(ll::Nvshmem, C coop, const ll::Team& team, uint64_t* dst, const uint64_t* packed,
+                           int64_t g0, int64_t g1, int32_t to) {
+  if (g1 <= g0) return;
+  // The scope's stores of `packed` (pack_flagged) are visible to the put's reads, by NVSHMEM's
+  // threads or its NIC.
+  __threadfence();
+  coop.sync();
+  ll::putmem_nbi<detail::put_scope<C>()>(ll::nvshmem, team, dst + 2 * g0, packed + 2 * g0,
+                                         size_t(g1 - g0) * 2 * sizeof(uint64_t), to);
 }
 
 template <Coop C>

@@ -280,14 +280,8 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
     // Peers may still be pulling this rank's rows of the latest pull-mode call.
     if (st.pull_used || ctx.capturing()) tile::stream_wait(side, team, done, world, me, pull_epoch);
     tile::rank_copy_data(side, my_rows, a.a, a.m_per_rank * row_bytes);
-    // My chunks (for my GEMM) and "ready" (for my peers): by load/store in one kernel, or the
-    // ready through NVSHMEM.
-    if (ctx.peers_load_store()) {
-      tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready, {{chunk_sig + map.tile(me, 0), cpr}}));
-    } else {
-      tile::stream_notify(side, team, {{chunk_sig + map.tile(me, 0), cpr}});
-      TL_CUDA_CHECK(ops::launch_ready_notify_nvshmem(team, ready, side));
-    }
+    // My chunks (for my GEMM) and "ready" (for my peers).
+    ops::notify_ready(ctx, side, team, ready, {{chunk_sig + map.tile(me, 0), cpr}});
 
     ctx.trace("side stream: own rows copied and published, ready sent");
     if (sm_engine) {

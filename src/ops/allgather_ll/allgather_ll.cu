@@ -5,46 +5,17 @@
 
 #include <algorithm>
 
+#include "ops/allgather_ll/allgather_ll_kernel.cuh"
+#include "ops/common/nvshmem_launch.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/uniform_check.hpp"
-#include "tilelink/tile/flagged.cuh"
-#include "tilelink/tile/kernel_call.cuh"
 
 namespace tilelink {
 namespace {
 
 constexpr const char* kOp = "allgather_ll";
-constexpr int kThreads = 512;
 constexpr int64_t kGranulesPerBlock = 4096;  // 8 per thread: one block per 32 KiB of a message
 constexpr int kMaxBlocks = 32;
-
-// Receive buffers: two (by epoch parity), each one slot per source rank of `cap` granules (16
-// bytes each). The layout follows the workspace's capacity, not the call's size, so a call never
-// writes where a slow peer may still read an earlier, larger call of the other parity.
-// The call is this one kernel: it advances the device epoch itself (tile/kernel_call.cuh).
-__global__ void __launch_bounds__(kThreads)
-    allgather_ll_kernel(const ll::Team call_team, const uint2* in, uint2* out, uint64_t* buffers, int64_t granules,
-                        int64_t cap, uint64_t* arrivals) {
-  const ll::Team team = tile::begin_kernel_call(call_team);
-  const uint64_t epoch = team.epoch;
-  const uint32_t flag = uint32_t(epoch);
-  const int me = team.rank, w = team.num_ranks;
-  uint64_t* recv = buffers + int64_t(epoch & 1) * w * 2 * cap;
-  const int64_t per_block = (granules + gridDim.x - 1) / gridDim.x;
-  const int64_t g0 = std::min<int64_t>(granules, blockIdx.x * per_block);
-  const int64_t g1 = std::min<int64_t>(granules, g0 + per_block);
-  // Send first (this block never waits before its data is on the way), nearest peer first.
-  for (int step = 1; step < w; ++step)
-    tile::put_flagged(tile::Block{}, team, recv + int64_t(me) * 2 * cap, in, g0, g1, flag, (me + step) % w);
-  uint2* mine = out + int64_t(me) * granules;
-  for (int64_t g = g0 + threadIdx.x; g < g1; g += blockDim.x) mine[g] = in[g];
-  for (int step = 1; step < w; ++step) {
-    const int from = (me - step + w) % w;
-    tile::get_flagged(tile::Block{}, team, recv + int64_t(from) * 2 * cap, out + int64_t(from) * granules, g0, g1,
-                      flag, tile::WaitSite{from, "allgather_ll"});
-  }
-  tile::end_kernel_call(tile::Block{}, call_team, epoch, arrivals);
-}
 
 struct AllgatherLlState {
   explicit AllgatherLlState(Context&) {}
@@ -106,17 +77,20 @@ void enqueue_allgather_ll(Context& ctx, const char* op, const AllgatherLlArgs& a
                                                             1, std::min(kMaxBlocks, ctx.sm_count())));
   ctx.begin_op_in_kernel(op);
   ctx.trace("allgather_ll: checked, buffers ready");
-  allgather_ll_kernel<<<blocks, kThreads, 0, stream>>>(ctx.team(), static_cast<const uint2*>(a.in),
-                                                       static_cast<uint2*>(a.out), st.buffers, granules, st.cap,
-                                                       st.arrivals);
-  TL_CUDA_CHECK(cudaGetLastError());
+  const ops::AllgatherLlParams p{ctx.team(), static_cast<const uint2*>(a.in), static_cast<uint2*>(a.out),
+                                 st.buffers, granules, st.cap, st.arrivals};
+  if (ctx.peers_load_store()) {
+    ops::allgather_ll_kernel<ops::LoadStoreSend><<<blocks, ops::kAllgatherLlThreads, 0, stream>>>(p);
+    TL_CUDA_CHECK(cudaGetLastError());
+  } else {
+    TL_CUDA_CHECK(ops::launch_allgather_ll_nvshmem(p, blocks, stream));
+  }
   ctx.trace("allgather_ll: launched");
 }
 
 }  // namespace ops
 
 void allgather_ll(Context& ctx, const AllgatherLlArgs& a, const AllgatherLlOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { ops::enqueue_allgather_ll(ctx, kOp, a, o, stream); });
 }
 

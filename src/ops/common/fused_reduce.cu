@@ -26,8 +26,10 @@ ReduceState::~ReduceState() {
 
 namespace {
 
-int32_t readers_per_call(ReduceAlgo algo, CommMode mode, int world) {
-  if (world == 1) return 0;
+// `load_store`: every peer is mapped here; otherwise every algorithm pushes over NVSHMEM, and no
+// peer reads this rank's buffers.
+int32_t readers_per_call(ReduceAlgo algo, CommMode mode, int world, bool load_store) {
+  if (world == 1 || !load_store) return 0;
   switch (algo) {
     case ReduceAlgo::ring: return mode == CommMode::pull ? 1 : 0;
     case ReduceAlgo::full_mesh: return mode == CommMode::pull ? world - 1 : 0;
@@ -35,13 +37,14 @@ int32_t readers_per_call(ReduceAlgo algo, CommMode mode, int world) {
   }
 }
 
-tile::Notify notify_mode(ReduceAlgo algo, CommMode mode) {
+tile::Notify notify_mode(ReduceAlgo algo, CommMode mode, bool load_store) {
+  if (!load_store) return tile::Notify::local;  // the GEMM reaches no peer; its reducer pushes
   if (algo == ReduceAlgo::one_shot || algo == ReduceAlgo::two_shot) return tile::Notify::all_ranks;
   if (algo == ReduceAlgo::full_mesh && mode == CommMode::pull) return tile::Notify::owner;
   return tile::Notify::local;
 }
 
-// `load_store`: every peer is mapped here; otherwise the full-mesh push over NVSHMEM.
+// `load_store`: every peer is mapped here; otherwise the pushes over NVSHMEM (nvshmem_launch.hpp).
 template <class T>
 void launch_reducer(const ll::Team& team, bool load_store, const RowBlocks& rb, void* partial, void* stage,
                     const ReduceRequest& r, const uint64_t* gemm_signals, uint64_t* unit_signals,
@@ -51,7 +54,8 @@ void launch_reducer(const ll::Team& team, bool load_store, const RowBlocks& rb, 
                           static_cast<T*>(r.out), gemm_signals, unit_signals, ready, reads_done,
                           reads_expected, r.algo, r.mode, reduce_worker_warps(rb.num_units(), blocks)};
   if (!load_store) {
-    TL_CUDA_CHECK(launch_full_mesh_push_nvshmem(p, blocks, stream));
+    TL_CUDA_CHECK(p.algo == ReduceAlgo::two_shot ? launch_allreduce_push_nvshmem(p, blocks, stream)
+                                                 : launch_full_mesh_push_nvshmem(p, blocks, stream));
     return;
   }
   switch (p.algo) {
@@ -75,7 +79,8 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   // One-shot all-reduce has no row owners: a single block of all rows (any M).
   const bool one_shot = r.algo == ReduceAlgo::one_shot;
   const RowBlocks rb = RowBlocks::make(int32_t(r.m), int32_t(r.n), cfg.tile_m, cfg.tile_n, one_shot ? 1 : world);
-  const tile::Notify notify = notify_mode(r.algo, r.mode);
+  const bool load_store = ctx.peers_load_store();
+  const tile::Notify notify = notify_mode(r.algo, r.mode, load_store);
   const bool per_source = notify != tile::Notify::local;
   const bool unit_per_source = r.algo != ReduceAlgo::ring;
 
@@ -84,7 +89,12 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   const size_t bytes = size_t(elems) * dtype_size(r.dtype);
   // One rank: the GEMM writes the result directly; no partial, no reduction.
   void* partial = world == 1 ? r.out : ctx.symmetric_workspace(op + ".partial", bytes);
-  void* stage = world == 1 ? nullptr : ctx.symmetric_workspace(op + ".stage", bytes);
+  // The two-shot push over NVSHMEM adds W slots of up to ceil(M/W) rows in front of the [M, N] copy.
+  const size_t stage_bytes =
+      !load_store && r.algo == ReduceAlgo::two_shot
+          ? bytes + size_t(world) * size_t((r.m + world - 1) / world * r.n) * dtype_size(r.dtype)
+          : bytes;
+  void* stage = world == 1 ? nullptr : ctx.symmetric_workspace(op + ".stage", stage_bytes);
   const int64_t gemm_slots = int64_t(rb.grid.num_tiles()) * (per_source ? world : 1);
   const int64_t unit_slots = int64_t(rb.num_unit_slots()) * (unit_per_source ? world : 1);
   // Slot layout: the reads counter and the per-rank handshakes first, at offsets that never
@@ -95,7 +105,8 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   uint64_t* gemm_signals = ready + world;
   uint64_t* unit_signals = gemm_signals + gemm_slots;
   drain_on_new_slots(ctx, st.side, r.stream, signals, st.last_signals);
-  const uint64_t reads_expected = uint64_t(readers_per_call(r.algo, r.mode, world)) * uint64_t(comm_sms);
+  const uint64_t reads_expected =
+      uint64_t(readers_per_call(r.algo, r.mode, world, load_store)) * uint64_t(comm_sms);
 
   ctx.begin_op(r.op, r.stream);
   ctx.trace(overlap ? "checked, buffers ready (fused)" : "checked, buffers ready (decomposed)");
@@ -110,8 +121,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   if (world > 1) {
     // This rank's buffers are free for this call: its previous call ended (stream order). One
     // kernel for all peers.
-    if (ctx.peers_load_store()) tile::stream_notify(reducer_stream, team, ops::my_slot_at_peers(ctx, ready));
-    else TL_CUDA_CHECK(launch_ready_notify_nvshmem(team, ready, reducer_stream));
+    notify_ready(ctx, reducer_stream, team, ready);
   }
 
   // One rank: nobody consumes the tile notifications, and publishing costs every CTA a wait for
@@ -122,10 +132,10 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
 
   if (world > 1) {
     if (r.dtype == DType::bf16)
-      launch_reducer<__nv_bfloat16>(team, ctx.peers_load_store(), rb, partial, stage, r, gemm_signals, unit_signals,
+      launch_reducer<__nv_bfloat16>(team, load_store, rb, partial, stage, r, gemm_signals, unit_signals,
                                     ready, reads_done, reads_expected, comm_sms, reducer_stream);
     else
-      launch_reducer<__half>(team, ctx.peers_load_store(), rb, partial, stage, r, gemm_signals, unit_signals, ready,
+      launch_reducer<__half>(team, load_store, rb, partial, stage, r, gemm_signals, unit_signals, ready,
                              reads_done, reads_expected, comm_sms, reducer_stream);
     ctx.trace("reduction enqueued");
     if (overlap) st.side.join(main);
@@ -150,9 +160,12 @@ void validate_reduce(const Context& ctx, const ReduceRequest& r) {
   TL_REQUIRE(r.m * r.n <= INT32_MAX, op, ": m*n too large");
   TL_REQUIRE(r.comm_sms >= 0 && r.comm_sms < ctx.sm_count(), op, ": comm_sms=", r.comm_sms,
              " must be in [0, ", ctx.sm_count(), ") (this rank's SM share)");
-  TL_REQUIRE(ctx.peers_load_store() || w == 1 || (r.algo == ReduceAlgo::full_mesh && r.mode == CommMode::push), op,
+  TL_REQUIRE(ctx.peers_load_store() || w == 1 || (r.algo == ReduceAlgo::full_mesh && r.mode == CommMode::push) ||
+                 r.algo == ReduceAlgo::two_shot,
+             op,
              ": this world reaches its peers through NVSHMEM put-with-signal (another node, or one node per"
-             " process), where only the full-mesh push reduce-scatter runs (algo full_mesh, mode push)");
+             " process), where only the schedules that push run: reduce-scatter full_mesh with mode push,"
+             " all-reduce two_shot");
 }
 
 void fused_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r) {

@@ -56,16 +56,6 @@ inline bool stream_capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
-// Refuses, before anything is launched, a world that reaches some peers only through NVSHMEM
-// put-with-signal (another node, or one node per process), for an op with no path over it. Every
-// rank refuses alike (Context::peers_load_store is agreed at connect).
-inline void require_load_store_peers(const Context& ctx, const char* op) {
-  TL_REQUIRE(ctx.peers_load_store(), op,
-             ": this world reaches some peers only through NVSHMEM put-with-signal (another node, or"
-             " TILELINK_ONE_NODE_PER_PROCESS=1), and ", op,
-              " has no path over it yet (ag_gemm and gemm_rs have): run it in a world whose ranks share one node");
-}
-
 // Runs body(stream) for one call of `op` on `requested` (unset: ctx.stream()).
 template <class Body>
 void run_op_call(Context& ctx, const char* op, std::optional<cudaStream_t> requested, Body&& body) {

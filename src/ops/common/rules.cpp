@@ -162,14 +162,18 @@ bool one_gpu_per_rank_one_shot(const Topology& topo, const GemmArArgs& a) {
 }
 }  // namespace
 
+// Peers reached only through NVSHMEM put-with-signal: two_shot, the all-reduce that runs over it
+// (every byte pushed), on the path ag_gemm and gemm_rs take there.
 ArAlgo gemm_ar_choose_algo(const Topology& topo, const GemmArArgs& a) {
   const int64_t w = topo.world;
+  if (!topo.peers_load_store && w > 1) return ArAlgo::two_shot;
   if (topo.max_ranks_per_gpu == 1 && w > 1) return ArAlgo::one_shot;  // fused or decomposed: see path
   return a.m >= 16 * w ? ArAlgo::two_shot : ArAlgo::one_shot;
 }
 
 ReducePath gemm_ar_choose_path(const Topology& topo, const GemmArArgs& a) {
   if (topo.world == 1) return ReducePath::decomposed;
+  if (!topo.peers_load_store) return topo.max_ranks_per_gpu > 1 ? ReducePath::fused : ReducePath::decomposed;
   if (topo.max_ranks_per_gpu == 1)
     return one_gpu_per_rank_one_shot(topo, a) ? ReducePath::fused : ReducePath::decomposed;
   return a.m >= 16 * int64_t(topo.world) ? ReducePath::fused : ReducePath::decomposed;

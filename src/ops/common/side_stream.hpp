@@ -9,8 +9,10 @@
 
 #include <cuda_runtime.h>
 
+#include <utility>
 #include <vector>
 
+#include "ops/common/nvshmem_launch.hpp"
 #include "tilelink/runtime/context.hpp"
 #include "tilelink/core/error.hpp"
 #include "tilelink/tile/stream_signal.cuh"
@@ -68,6 +70,19 @@ inline std::vector<tile::SlotSpan> my_slot_at_peers(const Context& ctx, uint64_t
   for (int q = 0; q < ctx.num_ranks(); ++q)
     if (q != ctx.rank()) first.push_back({ctx.peer_ptr(rank_slots + ctx.rank(), q)});
   return first;
+}
+
+// On `stream`: this rank's own slots `mine` raised to the call's epoch, and "ready" (this rank's
+// buffers are free for this call's pushes) at every peer — one kernel where peers are reached by
+// load/store, else `mine` then the ready signals through NVSHMEM.
+inline void notify_ready(const Context& ctx, cudaStream_t stream, const ll::Team& team, uint64_t* ready,
+                         std::vector<tile::SlotSpan> mine = {}) {
+  if (ctx.peers_load_store()) {
+    tile::stream_notify(stream, team, my_slot_at_peers(ctx, ready, std::move(mine)));
+    return;
+  }
+  if (!mine.empty()) tile::stream_notify(stream, team, mine);
+  TL_CUDA_CHECK(launch_ready_notify_nvshmem(team, ready, stream));
 }
 
 }  // namespace tilelink::ops

@@ -165,7 +165,6 @@ void flash_decode_enqueue(Context& ctx, const FlashDecodeArgs& a, const FlashDec
 }  // namespace
 
 void flash_decode(Context& ctx, const FlashDecodeArgs& a, const FlashDecodeOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { flash_decode_enqueue(ctx, a, o, stream); });
 }
 

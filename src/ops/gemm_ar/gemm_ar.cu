@@ -27,7 +27,6 @@ static void gemm_ar_enqueue(Context& ctx, const GemmArArgs& a, const GemmArOptio
 }
 
 void gemm_ar(Context& ctx, const GemmArArgs& a, const GemmArOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { gemm_ar_enqueue(ctx, a, o, stream); });
 }
 

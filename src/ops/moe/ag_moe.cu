@@ -12,6 +12,10 @@
 //   caller's stream: the grouped GEMM over groups (chunk, expert); each tile waits for the
 //     chunk its group reads; then (unless the caller wants the sorted layout) the rows back to
 //     token order. Join.
+// Peers reached only through NVSHMEM put-with-signal: nobody reads a peer's memory. r's tokens go
+// into its own rows of its symmetric gathered copy, r says "ready", pushes them chunk by chunk
+// into every ready peer's copy (ag_gemm's gather over NVSHMEM), and the gather kernel waits for
+// each peer's chunks in r's copy instead of pulling them.
 // Decomposed: NCCL all-gathers the tokens, then the same gather kernel (local, no waits), the
 // grouped GEMM and the unsort, in stream order. One rank: no staging, no side stream.
 #include <cuda_bf16.h>
@@ -20,6 +24,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/ag_gemm/gather_nvshmem.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/rules.hpp"
 #include "ops/common/side_stream.hpp"
@@ -28,6 +33,7 @@
 #include "ops/moe/routing.hpp"
 #include "ops/moe/run_grouped.hpp"
 #include "tilelink/gemm/grouped.hpp"
+#include "tilelink/ops/ag_gemm/gather_kernel.cuh"
 #include "tilelink/ops/moe/ag_moe.hpp"
 #include "tilelink/runtime/nccl.hpp"
 #include "tilelink/tile.cuh"
@@ -103,12 +109,14 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
 
   // Buffers: the staging of this rank's tokens (read by the peers), the sorted tokens, the
   // sorted output (unless y takes it), the tables, the GEMM's arguments.
-  char* staging =
-      fused ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.staging", a.m_per_rank * row_bytes)) : nullptr;
-  // Every token in token order: what NCCL gathers into (decomposed), or the fused gather's local
-  // copy of the peers' tokens when each is read by several experts.
-  const bool pull_first = fused && communicate && ops::moe_pull_tokens_first(a.topk);
-  char* gathered = (path == OpPath::decomposed && world > 1) || pull_first
+  const bool push_tokens = fused && communicate && !ctx.peers_load_store();  // over NVSHMEM
+  char* staging = fused && !push_tokens
+                      ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.staging", a.m_per_rank * row_bytes))
+                      : nullptr;
+  // Every token in token order: what NCCL gathers into (decomposed), the fused gather's local
+  // copy of the peers' tokens when each is read by several experts, or where they push them.
+  const bool pull_first = fused && communicate && !push_tokens && ops::moe_pull_tokens_first(a.topk);
+  char* gathered = (path == OpPath::decomposed && world > 1) || pull_first || push_tokens
                        ? static_cast<char*>(ctx.symmetric_workspace("ag_moe.gathered", tokens * row_bytes))
                        : nullptr;
   char* sorted = static_cast<char*>(ctx.symmetric_workspace("ag_moe.sorted", entries * row_bytes));
@@ -117,12 +125,18 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
   void* routing_ws = ctx.symmetric_workspace("ag_moe.routing", routing_bytes);
   void* gemm_ws = ctx.symmetric_workspace("ag_moe.gemm", gemm_bytes);
   const tile::GroupChunkMapping map{a.num_experts, comm_sms, world};
-  uint64_t* signals = ctx.signal_workspace("ag_moe.signals", 2 * world + 1 + 2 * map.num_tiles());
+  // The pushes' chunks: enough per rank to keep every push block busy.
+  const int32_t push_chunks = std::max(1, (comm_sms + world - 2) / std::max(1, world - 1));
+  const auto push_map = tile::RowChunkMapping::make(
+      int32_t(a.m_per_rank), int32_t((a.m_per_rank + push_chunks - 1) / push_chunks), world);
+  uint64_t* signals = ctx.signal_workspace("ag_moe.signals", 2 * world + 1 + 2 * map.num_tiles() +
+                                                                 (push_tokens ? push_map.num_tiles() : 0));
   uint64_t* ready = signals;
   uint64_t* done = signals + world;
   uint64_t* pull_epoch = signals + 2 * world;
   uint64_t* chunk_slots = signals + 2 * world + 1;
   uint64_t* pull_slots = chunk_slots + map.num_tiles();
+  uint64_t* push_slots = pull_slots + map.num_tiles();
   if (ops::drain_on_new_slots(ctx, st.side, main, signals, st.last_workspace)) st.pull_used = false;
 
   ctx.begin_op(kOp, main);
@@ -148,6 +162,21 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
     nccl_check(ncclAllGather(a.x, gathered, size_t(a.m_per_rank * a.hidden), nccl_type(a.dtype), nccl_comm(ctx), main),
                ctx, "ncclAllGather");
     gather_local(gathered);
+  } else if (push_tokens) {
+    const cudaStream_t side = st.side.get();
+    st.side.fork(main);
+    char* my_rows = gathered + int64_t(me) * a.m_per_rank * row_bytes;
+    tile::rank_copy_data(side, my_rows, a.x, size_t(a.m_per_rank * row_bytes));
+    ops::notify_ready(ctx, side, team, ready);
+    const ops::AgGatherParams push{team, push_map, gathered, my_rows, row_bytes, push_slots, ready, CommMode::push};
+    TL_CUDA_CHECK(ops::launch_ag_gather_nvshmem(push, comm_sms, side));
+    gp.source = my_rows;
+    gp.from_self = false;
+    gp.pulled = gathered;
+    gp.pushed_slots = push_slots;
+    gp.pushed_map = push_map;
+    ops::moe_gather_kernel<<<comm_sms, ops::kMoeThreads, 0, side>>>(gp);
+    TL_CUDA_CHECK(cudaGetLastError());
   } else if (fused && communicate) {
     const cudaStream_t side = st.side.get();
     st.side.fork(main);
@@ -187,7 +216,6 @@ void ag_moe_enqueue(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o, cud
 }  // namespace
 
 void ag_moe(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { ag_moe_enqueue(ctx, a, o, stream); });
 }
 

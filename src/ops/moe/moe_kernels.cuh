@@ -7,6 +7,8 @@
 //                       a peer's tokens first cross the link once (each block pulls a share into
 //                       this rank's copy, publishing it in a pull slot), and the sorted rows are
 //                       then read locally: a token routed to topk experts is read topk times.
+//                       With `pushed_slots`, the peers pushed their tokens into `pulled`
+//                       themselves (over NVSHMEM): the block waits for their chunks instead.
 //   moe_unsort_kernel   expert-sorted output rows back to token order (t * topk + j); rows of
 //                       invalid expert ids become NaN.
 // Both ops include it; the kernels are static (each translation unit launches its own copy).
@@ -38,6 +40,8 @@ struct MoeGatherParams {
   char* pulled = nullptr;          // local [world * tokens_per_rank, hidden]: peers' tokens pulled
                                    // once before sorting (nullptr: sort straight from the peers)
   uint64_t* pull_slots = nullptr;  // local, map.num_tiles(): block b pulled its share of chunk c
+  const uint64_t* pushed_slots = nullptr;  // local: the peers' pushes into `pulled`, per chunk of
+  tile::RowChunkMapping pushed_map{};      // pushed_map (nullptr: this rank pulls)
 };
 
 #if defined(__CUDACC__)
@@ -51,13 +55,18 @@ static __global__ void __launch_bounds__(kMoeThreads) moe_gather_kernel(const Mo
     int64_t first_token = p.from_self ? 0 : int64_t(src) * p.tokens_per_rank;
     if (p.pulled != nullptr && src != me) {
       const int64_t t = p.tokens_per_rank;
-      const int32_t lo = int32_t(t * blockIdx.x / gridDim.x), hi = int32_t(t * (blockIdx.x + 1) / gridDim.x);
-      tile::tile_gather_rows(tile::Block{}, p.team, p.pulled + first_token * p.row_bytes, p.source, p.row_bytes, lo,
-                             hi, [](int32_t i) { return int64_t(i); }, src);
-      tile::producer_tile_notify<tile::Notify::local>(tile::Block{}, p.team, p.map, p.pull_slots,
-                                                      p.map.tile(c, blockIdx.x));
-      // Every block's share of chunk c (the slots of the chunk's first group are the chunk's).
-      tile::consumer_tile_wait(tile::Block{}, p.team, p.map, p.pull_slots, c * experts);
+      if (p.pushed_slots != nullptr) {
+        tile::consumer_tile_wait(tile::Block{}, p.team, p.pushed_map, p.pushed_slots,
+                                 tile::RowRange{int32_t(src * t), int32_t(t)});
+      } else {
+        const int32_t lo = int32_t(t * blockIdx.x / gridDim.x), hi = int32_t(t * (blockIdx.x + 1) / gridDim.x);
+        tile::tile_gather_rows(tile::Block{}, p.team, p.pulled + first_token * p.row_bytes, p.source, p.row_bytes,
+                               lo, hi, [](int32_t i) { return int64_t(i); }, src);
+        tile::producer_tile_notify<tile::Notify::local>(tile::Block{}, p.team, p.map, p.pull_slots,
+                                                        p.map.tile(c, blockIdx.x));
+        // Every block's share of chunk c (the slots of the chunk's first group are the chunk's).
+        tile::consumer_tile_wait(tile::Block{}, p.team, p.map, p.pull_slots, c * experts);
+      }
       source = p.pulled;
       first_token = 0;
       from = me;

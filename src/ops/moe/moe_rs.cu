@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/common/nvshmem_launch.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
@@ -108,6 +109,11 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
   void* partial = !fused && world > 1 ? ctx.symmetric_workspace("moe_rs.partial", a.tokens * a.hidden * esize) : nullptr;
   float* recv = fused ? static_cast<float*>(ctx.symmetric_workspace("moe_rs.recv", size_t(world * m * a.hidden) * 4))
                       : nullptr;
+  // Peers reached through NVSHMEM: the shares are put from here (nvshmem_launch.hpp).
+  const bool load_store = ctx.peers_load_store();
+  float* send = fused && !load_store
+                    ? static_cast<float*>(ctx.symmetric_workspace("moe_rs.send", size_t(world * m * a.hidden) * 4))
+                    : nullptr;
   // Slots: "ready" per rank, the chunks' counting signals, the partials' (block, source) slots.
   uint64_t* signals = ctx.signal_workspace("moe_rs.signals", 2 * world + int64_t(comm_sms) * world);
   uint64_t* ready = signals;
@@ -146,7 +152,7 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
     TL_CUDA_CHECK(cudaGetLastError());
     const cudaStream_t side = st.side.get();
     st.side.fork(main);
-    tile::stream_notify(side, team, ops::my_slot_at_peers(ctx, ready));
+    ops::notify_ready(ctx, side, team, ready);
     const ops::MoeRsFusedParams p{team,
                                   sum,
                                   m,
@@ -158,10 +164,17 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
                                   recv,
                                   recv_slots,
                                   ready,
-                                  a.out};
-    if (a.dtype == DType::bf16) ops::moe_rs_fused_kernel<__nv_bfloat16><<<comm_sms, ops::kMoeRsThreads, 0, side>>>(p);
-    else ops::moe_rs_fused_kernel<__half><<<comm_sms, ops::kMoeRsThreads, 0, side>>>(p);
-    TL_CUDA_CHECK(cudaGetLastError());
+                                  a.out,
+                                  send};
+    const bool bf16 = a.dtype == DType::bf16;
+    if (!load_store) {
+      TL_CUDA_CHECK(bf16 ? ops::launch_moe_rs_fused_nvshmem<__nv_bfloat16>(p, comm_sms, side)
+                         : ops::launch_moe_rs_fused_nvshmem<__half>(p, comm_sms, side));
+    } else {
+      if (bf16) ops::moe_rs_fused_kernel<__nv_bfloat16><<<comm_sms, ops::kMoeRsThreads, 0, side>>>(p);
+      else ops::moe_rs_fused_kernel<__half><<<comm_sms, ops::kMoeRsThreads, 0, side>>>(p);
+      TL_CUDA_CHECK(cudaGetLastError());
+    }
     ops::run_grouped(g, cfg, tile::GroupCountHooks{counters, a.num_experts}, gemm_sms, gemm_ws, gemm_bytes, main);
     st.side.join(main);
   }
@@ -171,7 +184,6 @@ void moe_rs_enqueue(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o, cud
 }  // namespace
 
 void moe_rs(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { moe_rs_enqueue(ctx, a, o, stream); });
 }
 

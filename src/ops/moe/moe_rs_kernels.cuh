@@ -8,7 +8,9 @@
 //                          weighted sums of its tokens (fp32) into that rank's receive buffer
 //                          (NVLink stores), and publish each block's share there; then add the
 //                          ranks' partials of this rank's own tokens, in rank order, into out.
-// Included by exactly one translation unit (src/ops/moe/moe_rs.cu).
+//                          How a share reaches its rank is a policy: stores (LoadStoreShare) or
+//                          a put-with-signal from a local copy (moe_nvshmem.cu).
+// Included by src/ops/moe/moe_rs.cu and, for the NVSHMEM form, src/ops/moe/moe_nvshmem.cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -43,6 +45,8 @@ struct MoeRsFusedParams {
   uint64_t* recv_slots;         // symmetric [blocks][world (source)] (peer_tile_notify's layout)
   const uint64_t* ready;        // symmetric [world]: rank q read its previous call's partials
   void* out;                    // [tokens_per_rank, hidden]
+  float* send = nullptr;        // symmetric [world (destination)][tokens_per_rank][hidden]: the
+                                // shares put over NVSHMEM are written here first (else unused)
 };
 
 #if defined(__CUDACC__)
@@ -85,7 +89,20 @@ __global__ void __launch_bounds__(256) moe_topk_sum_kernel(const MoeTopkSum s, T
     }
 }
 
-template <class T>
+// The share of block b (rows [lo, hi) of dst's tokens) written straight into dst's receive slot
+// for this rank, then published there.
+struct LoadStoreShare {
+  static TL_DEVICE float* slot(const MoeRsFusedParams& p, int32_t dst) {
+    return tile::peer_view(p.team, p.recv + int64_t(p.team.rank) * p.tokens_per_rank * p.sum.hidden, dst);
+  }
+  static TL_DEVICE void publish(const MoeRsFusedParams& p, const tile::SlotPerTile& blocks, float*, int64_t, int64_t,
+                                int32_t dst) {
+    tile::peer_tile_notify(tile::Block{}, p.team, blocks, p.recv_slots, int32_t(blockIdx.x), dst);
+  }
+  static TL_DEVICE void finish() {}
+};
+
+template <class T, class Share = LoadStoreShare>
 __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRsFusedParams p) {
   const int32_t world = p.team.num_ranks, me = p.team.rank;
   const int64_t m = p.tokens_per_rank, h = p.sum.hidden;
@@ -97,7 +114,7 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
     tile::count_wait(tile::Block{}, p.team, p.chunk_count + c, detail::chunk_tiles(p, c), c);
     // dst's receive buffer is free once it began this call (it read the last one's before).
     if (dst != me) tile::rank_wait(tile::Block{}, p.team, p.ready, dst);
-    float* slot = tile::peer_view(p.team, p.recv + int64_t(me) * m * h, dst);  // my partials at dst
+    float* slot = Share::slot(p, dst);  // where my partials for dst go
     for (int64_t i = lo + warp; i < hi; i += warps)
       for (int64_t v = lane; v < h / 8; v += 32) {
         float acc[8];
@@ -106,7 +123,7 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
         d[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
         d[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
       }
-    tile::peer_tile_notify(tile::Block{}, p.team, blocks, p.recv_slots, int32_t(blockIdx.x), dst);
+    Share::publish(p, blocks, slot, lo, hi, dst);
   }
   // Every rank's partial of this block's rows of my tokens, added in rank order (the same sum on
   // any layout, whatever order the partials arrived in).
@@ -126,10 +143,11 @@ __global__ void __launch_bounds__(kMoeRsThreads) moe_rs_fused_kernel(const MoeRs
       }
       reinterpret_cast<uint4*>(out + i * h)[v] = Vec8<T>::pack(acc);
     }
+  Share::finish();
 }
 
 // Arms the per-chunk counting signals of this call (one thread per chunk).
-__global__ void moe_rs_arm_kernel(const ll::Team team, uint64_t* counters, int32_t chunks) {
+static __global__ void moe_rs_arm_kernel(const ll::Team team, uint64_t* counters, int32_t chunks) {
   const int32_t c = int32_t(threadIdx.x);
   if (c < chunks) tile::count_arm(tile::Thread{}, team, counters + c);
 }

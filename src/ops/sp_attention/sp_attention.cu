@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/ag_gemm/gather_nvshmem.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
@@ -161,7 +162,10 @@ static void sp_attention_enqueue(Context& ctx, const SpAttentionArgs& a, const S
   attention::check_problem(p, kOp);
 
   const bool capturing = ctx.capturing();
-  const CommEngine engine = capturing ? CommEngine::sm : o.engine;
+  // The copy engine writes into the peers' heaps, which a world over NVSHMEM cannot address, and
+  // a captured call has no host-ordered copies: the SM gather then.
+  const bool load_store = ctx.peers_load_store();
+  const CommEngine engine = capturing || !load_store ? CommEngine::sm : o.engine;
   const int sm_comm = o.comm_sms ? o.comm_sms : std::clamp(ctx.sm_count() / 16, 1, 8);  // gather blocks on SMs
   const int comm_sms = engine == CommEngine::sm ? sm_comm : 0;
   const auto map = tile::RowChunkMapping::make(
@@ -218,14 +222,18 @@ static void sp_attention_enqueue(Context& ctx, const SpAttentionArgs& a, const S
   const int cpr = map.chunks_per_rank;
   tile::rank_copy_data(side, k_all + me * shard_bytes, a.k, size_t(shard_bytes));
   tile::rank_copy_data(side, v_all + me * shard_bytes, a.v, size_t(shard_bytes));
-  tile::stream_notify(side, team,
-                      ops::my_slot_at_peers(ctx, ready, {{k_sig + map.tile(me, 0), cpr}, {v_sig + map.tile(me, 0), cpr}}));
+  // My chunks (for my kernel) and "ready" (for my peers).
+  ops::notify_ready(ctx, side, team, ready, {{k_sig + map.tile(me, 0), cpr}, {v_sig + map.tile(me, 0), cpr}});
   if (engine == CommEngine::sm) {
     for (auto [all, local, sig] : {std::tuple{k_all, a.k, k_sig}, std::tuple{v_all, a.v, v_sig}}) {
       const ops::AgGatherParams gp{team, map, all, static_cast<const char*>(local), row_bytes, sig, ready,
                                    CommMode::push};
-      ops::ag_gather_kernel<<<comm_sms, ops::kGatherThreads, 0, side>>>(gp);
-      TL_CUDA_CHECK(cudaGetLastError());
+      if (load_store) {
+        ops::ag_gather_kernel<<<comm_sms, ops::kGatherThreads, 0, side>>>(gp);
+        TL_CUDA_CHECK(cudaGetLastError());
+      } else {
+        TL_CUDA_CHECK(ops::launch_ag_gather_nvshmem(gp, comm_sms, side));  // from my rows of `all`
+      }
     }
   } else {
     for (int step = 1; step < w; ++step) {
@@ -261,7 +269,6 @@ static void sp_attention_enqueue(Context& ctx, const SpAttentionArgs& a, const S
 }
 
 void sp_attention(Context& ctx, const SpAttentionArgs& a, const SpAttentionOptions& o) {
-  ops::require_load_store_peers(ctx, kOp);
   ops::run_op_call(ctx, kOp, o.stream, [&](cudaStream_t stream) { sp_attention_enqueue(ctx, a, o, stream); });
 }
 

@@ -85,11 +85,6 @@ std::string error_of(const std::function<void()>& call) {
   return "";
 }
 
-// The ops with no path over NVSHMEM put-with-signal skip their tests in such a world (the test
-// below checks that they refuse it).
-#define SKIP_WITHOUT_LOAD_STORE_PEERS(ctx) \
-  if (nvshmem_only(ctx)) GTEST_SKIP() << "no path over NVSHMEM put-with-signal (refusal: OpsWithoutAPathRefuse)"
-
 // ---- ag_gemm -----------------------------------------------------------------------------------
 // Rank q's A shard is fill_uniform(seed (q, 1)); each rank's B is its own (seed (rank, 2)).
 void ag_gemm_case(Context& ctx, const tt::AgMode& mode, DType dt, int64_t mpr, int64_t n, int64_t k,
@@ -208,12 +203,28 @@ void reduce_case(Context& ctx, const tt::ReduceVariant& v, DType dt, int64_t m, 
   ctx.barrier();
 }
 
-// Over NVSHMEM put-with-signal only, gemm_rs runs as the full-mesh push (which the automatic
-// schedule picks there); gemm_ar and the other schedules refuse.
+// Over NVSHMEM put-with-signal only, gemm_rs runs as the full-mesh push and gemm_ar as the two-shot
+// push (which the automatic schedules pick there); the other schedules refuse.
 bool reduce_variant_runs(const Context& ctx, const tt::ReduceVariant& v) {
   if (!nvshmem_only(ctx) || ctx.num_ranks() == 1) return true;
-  return !v.all_reduce && (v.rs_algo == tilelink::RsAlgo::automatic ||
-                           (v.rs_algo == tilelink::RsAlgo::full_mesh && v.mode == tilelink::CommMode::push));
+  if (v.all_reduce) return v.ar_algo == tilelink::ArAlgo::automatic || v.ar_algo == tilelink::ArAlgo::two_shot;
+  return v.rs_algo == tilelink::RsAlgo::automatic ||
+         (v.rs_algo == tilelink::RsAlgo::full_mesh && v.mode == tilelink::CommMode::push);
+}
+
+// The variants of all_reduce_variants() that run in this world, plus, over NVSHMEM, the decomposed
+// paths of the schedules that run there (the same kernels after the GEMM, or NCCL).
+std::vector<tt::ReduceVariant> runnable_reduce_variants(const Context& ctx) {
+  std::vector<tt::ReduceVariant> out;
+  for (const auto& v : tt::all_reduce_variants())
+    if (reduce_variant_runs(ctx, v)) out.push_back(v);
+  if (nvshmem_only(ctx)) {
+    out.push_back({false, tilelink::RsAlgo::full_mesh, tilelink::CommMode::push, tilelink::ArAlgo::automatic,
+                   tilelink::ReducePath::decomposed});
+    out.push_back({true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, tilelink::ArAlgo::two_shot,
+                   tilelink::ReducePath::decomposed});
+  }
+  return out;
 }
 
 TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
@@ -225,11 +236,7 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
   // reference GEMM-RS shapes scaled (K/8 as on 8 ranks), then rows that straddle tiles, decode M;
   // every M a multiple of the world size (one per process, 2 to 8).
   const S shapes[] = {{512 * w, 4096, 1376}, {104 * w, 264, 520}, {w, 1024, 256}};
-  auto variants = tt::all_reduce_variants();
-  if (nvshmem_only(ctx))  // its decomposed path: the same kernel after the GEMM, or NCCL
-    variants.push_back({false, tilelink::RsAlgo::full_mesh, tilelink::CommMode::push, tilelink::ArAlgo::automatic,
-                        tilelink::ReducePath::decomposed});
-  for (const auto& v : variants) {
+  for (const auto& v : tt::all_reduce_variants()) {
     if (!reduce_variant_runs(ctx, v)) {
       DeviceBuffers mem;
       void* x = mem.get(64 * 64 * 2);
@@ -239,23 +246,25 @@ TEST(OpsMpi, ReduceOpsEveryVariantMatchesReference) {
       ctx.barrier();
       continue;
     }
+  }
+  for (const auto& v : runnable_reduce_variants(ctx))
     for (const S& s : shapes)
       for (DType dt : {DType::bf16, DType::fp16}) {
         const uint64_t seed = tt::shared_fresh_seed(ctx);
         SCOPED_TRACE(tt::seed_trace(seed));
         reduce_case(ctx, v, dt, s.m, s.n, s.k, seed);
       }
-  }
 }
 
-// The all-reduce takes any M: two_shot splits rows the world size does not divide unevenly.
+// The all-reduce takes any M: two_shot splits rows the world size does not divide unevenly (over
+// NVSHMEM too, where blocks of fewer rows land in slots of the largest block's size).
 TEST(OpsMpi, AllReduceAnyM) {
   Context& ctx = *g_ctx;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   for (auto algo : {tilelink::ArAlgo::one_shot, tilelink::ArAlgo::two_shot})
     for (int64_t m : {int64_t(1), int64_t(129), int64_t(16 * ctx.num_ranks() + 3)}) {
       const tt::ReduceVariant v{true, tilelink::RsAlgo::ring, tilelink::CommMode::pull, algo,
                                 tilelink::ReducePath::fused};
+      if (!reduce_variant_runs(ctx, v)) continue;  // refused: ReduceOpsEveryVariantMatchesReference
       const uint64_t seed = tt::shared_fresh_seed(ctx);
       SCOPED_TRACE(tt::seed_trace(seed));
       reduce_case(ctx, v, DType::bf16, m, 512, 256, seed);
@@ -263,17 +272,19 @@ TEST(OpsMpi, AllReduceAnyM) {
 }
 
 // ---- stress --------------------------------------------------------------------------------------
-// 300 back-to-back calls of random ops, modes and shapes, rank 1 starting 300 ms late; every 25th
-// call is checked. All must complete without a timeout (the buffers and signals are handed over
-// between calls with no reset).
+// 300 back-to-back calls of random ops, modes and shapes (those that run in this world), rank 1
+// starting 300 ms late; every 25th call is checked. All must complete without a timeout (the
+// buffers and signals are handed over between calls with no reset).
 TEST(OpsMpi, StressRandomOpsOneRankLate) {
   Context& ctx = *g_ctx;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
   std::mt19937_64 rng(seed);  // same sequence on every rank: the calls agree
-  const auto variants = tt::all_reduce_variants();
+  const auto variants = runnable_reduce_variants(ctx);
+  std::vector<tt::AgMode> ag_modes;
+  for (const auto& m : tt::kAgModes)
+    if (ag_mode_runs(ctx, m)) ag_modes.push_back(m);
   DeviceBuffers mem;
   const int64_t kMax = 512;
   void* a = mem.get(kMax * w * kMax * 2);
@@ -284,19 +295,19 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
   ctx.synchronize("stress data");
   if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (int i = 0; i < 300; ++i) {
-    constexpr int kAg = tt::kNumAgModes;  // kinds [0, kAg): ag_gemm modes; then the reduce variants
+    const int kAg = int(ag_modes.size());  // kinds [0, kAg): ag_gemm modes; then the reduce variants
     const int kind = int(rng() % (variants.size() + kAg));
     const int64_t n = 8 * (1 + rng() % 64), k = 8 * (1 + rng() % 64);
     if (i % 25 == 24) {  // a checked call: fresh data, full reference
       ctx.synchronize("stress");
       const int64_t rows = 1 + rng() % (kind < kAg ? 192 : 64);
       const uint64_t case_seed = rng();
-      if (kind < kAg) ag_gemm_case(ctx, tt::kAgModes[kind], DType::bf16, rows, n, k, case_seed);
+      if (kind < kAg) ag_gemm_case(ctx, ag_modes[kind], DType::bf16, rows, n, k, case_seed);
       else reduce_case(ctx, variants[kind - kAg], DType::bf16, w * rows, n, k, case_seed);
       continue;
     }
     if (kind < kAg) {
-      tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, int64_t(1 + rng() % 192), n, k}, tt::ag_options(tt::kAgModes[kind]));
+      tilelink::ag_gemm(ctx, {DType::bf16, a, b, c, int64_t(1 + rng() % 192), n, k}, tt::ag_options(ag_modes[kind]));
     } else {
       tt::call_reduce(ctx, variants[kind - kAg], DType::bf16, a, b, c, w * int64_t(1 + rng() % 64), n, k);
     }
@@ -308,7 +319,6 @@ TEST(OpsMpi, StressRandomOpsOneRankLate) {
 // ---- allgather_ll ---------------------------------------------------------------------------------
 TEST(OpsMpi, AllgatherLlEveryRanksBytesLandBitwise) {
   Context& ctx = *g_ctx;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
@@ -339,7 +349,6 @@ TEST(OpsMpi, AllgatherLlEveryRanksBytesLandBitwise) {
 // the float64 reference over all of them.
 TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
   Context& ctx = *g_ctx;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(ctx);
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
@@ -402,7 +411,6 @@ TEST(OpsMpi, FlashDecodeMatchesAFloat64Reference) {
 // ---- sp_attention ---------------------------------------------------------------------------------
 TEST(OpsMpi, SpAttentionMatchesAttentionOverTheWholeSequence) {
   namespace sp = tilelink::test::sp;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(*g_ctx);
   const uint64_t seed = tt::shared_fresh_seed(*g_ctx);
   SCOPED_TRACE(tt::seed_trace(seed));
   const std::vector<sp::SpCase> cases = {
@@ -427,7 +435,6 @@ TEST(OpsMpi, SpAttentionMatchesAttentionOverTheWholeSequence) {
 // built from every rank's inputs, regenerated from the shared seed.
 TEST(OpsMpi, MoeOpsMatchAFloat64Reference) {
   namespace moe = tilelink::test::moe;
-  SKIP_WITHOUT_LOAD_STORE_PEERS(*g_ctx);
   Context& ctx = *g_ctx;
   const int r = ctx.rank(), w = ctx.num_ranks();
   const uint64_t seed = tt::shared_fresh_seed(ctx);
@@ -515,29 +522,6 @@ TEST(OpsMpi, MoeOpsMatchAFloat64Reference) {
     EXPECT_EQ(bad_out, 0) << "moe_rs " << what << ": " << bad_out << " of " << m * hidden << " outputs off";
     ctx.barrier();
   }
-}
-
-// ---- ops without a path over NVSHMEM put-with-signal -------------------------------------------------
-// Each refuses such a world before it launches anything (so before it looks at its arguments),
-// with an error that says why, on every rank alike; the world stays usable.
-TEST(OpsMpi, OpsWithoutAPathRefuse) {
-  Context& ctx = *g_ctx;
-  if (!nvshmem_only(ctx)) GTEST_SKIP() << "every peer is reachable by load/store here";
-  const std::pair<const char*, std::function<void()>> calls[] = {
-      {"gemm_ar", [&] { tilelink::gemm_ar(ctx, {}); }},
-      {"allgather_ll", [&] { tilelink::allgather_ll(ctx, {}); }},
-      {"flash_decode", [&] { tilelink::flash_decode(ctx, {}); }},
-      {"sp_attention", [&] { tilelink::sp_attention(ctx, {}); }},
-      {"ag_moe", [&] { tilelink::ag_moe(ctx, {}); }},
-      {"moe_rs", [&] { tilelink::moe_rs(ctx, {}); }},
-  };
-  for (const auto& [op, call] : calls) {
-    const std::string error = error_of(call);
-    EXPECT_NE(error.find(std::string(op) + ": this world reaches some peers only through NVSHMEM put-with-signal"),
-              std::string::npos)
-        << op << " did not refuse the world: " << error;
-  }
-  ctx.barrier();
 }
 
 // ---- a fault the world survives -------------------------------------------------------------------

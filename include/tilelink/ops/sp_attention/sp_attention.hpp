@@ -44,7 +44,8 @@ struct SpAttentionArgs {
 
 struct SpAttentionOptions {
   OpPath path = OpPath::automatic;  // decomposed: NCCL all-gather of K and V, then the kernel
-  CommEngine engine = CommEngine::copy_engine;  // fused: who moves the chunks (SMs when capturing)
+  CommEngine engine = CommEngine::copy_engine;  // fused: who moves the chunks (SMs when capturing,
+                                                // and where peers are reached through NVSHMEM)
   int comm_sms = 0;    // engine sm: blocks of the gather kernel (0: the op's choice)
   int chunk_rows = 0;  // rows (tokens of one sequence x batch) per published chunk; 0: the op's choice
   std::optional<cudaStream_t> stream;
