@@ -30,21 +30,24 @@ for transport in $transports; do
     TILELINK_TRANSPORT=$transport timeout 300 "${mpi[@]}" -x TILELINK_TRANSPORT "$build/bin/$t" --gtest_color=no 2>&1 |
       tee "$logs/$t-$transport.log" | grep -E "PASSED|FAILED|Failure"
   done
-  for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode ag_moe moe_rs; do
+  for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode sp_attention ag_moe moe_rs; do
     echo "== mpirun -np $n tilelink-bench $cmd --mpi, transport $transport"
     TILELINK_TRANSPORT=$transport "${mpi[@]}" -x TILELINK_TRANSPORT "$build/bin/tilelink-bench" "$cmd" --mpi \
       --csv "$logs/$cmd-$transport.csv" 2>&1 | tee "$logs/$cmd-$transport.txt"
   done
 done
-# Every process its own node: ag_gemm over NVSHMEM put-with-signal (the multi-node algorithm).
+# Every process its own node: every op over NVSHMEM put-with-signal (the multi-node algorithms).
 if [[ "$transports" == *nvshmem* ]]; then
-  echo "== mpirun -np $n ops_mpi_test + tilelink-bench ag_gemm --mpi, one node per process"
+  echo "== mpirun -np $n ops_mpi_test, one node per process"
   TILELINK_TRANSPORT=nvshmem TILELINK_ONE_NODE_PER_PROCESS=1 timeout 300 "${mpi[@]}" -x TILELINK_TRANSPORT \
     -x TILELINK_ONE_NODE_PER_PROCESS "$build/bin/ops_mpi_test" --gtest_color=no 2>&1 |
     tee "$logs/ops_mpi_test-one-node-per-process.log" | grep -E "PASSED|FAILED|Failure"
-  TILELINK_TRANSPORT=nvshmem TILELINK_ONE_NODE_PER_PROCESS=1 "${mpi[@]}" -x TILELINK_TRANSPORT \
-    -x TILELINK_ONE_NODE_PER_PROCESS "$build/bin/tilelink-bench" ag_gemm --mpi \
-    --csv "$logs/ag_gemm-one-node-per-process.csv" 2>&1 | tee "$logs/ag_gemm-one-node-per-process.txt"
+  for cmd in primitives ag_gemm gemm_rs gemm_ar allgather_ll flash_decode sp_attention ag_moe moe_rs; do
+    echo "== mpirun -np $n tilelink-bench $cmd --mpi, one node per process"
+    TILELINK_TRANSPORT=nvshmem TILELINK_ONE_NODE_PER_PROCESS=1 "${mpi[@]}" -x TILELINK_TRANSPORT \
+      -x TILELINK_ONE_NODE_PER_PROCESS "$build/bin/tilelink-bench" "$cmd" --mpi \
+      --csv "$logs/$cmd-one-node-per-process.csv" 2>&1 | tee "$logs/$cmd-one-node-per-process.txt"
+  done
 fi
 PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" torchrun --nproc-per-node "$n" "$root/bench/torch_baselines.py" --csv "$logs/torch.csv" 2>&1 | tee "$logs/torch.txt"
 # Decode attention against PyTorch (SDPA per rank + lse + all_gather + combine), and on one GPU
