@@ -20,12 +20,18 @@ namespace tilelink::ops {
 
 namespace {
 
+// The stage slots' rows: every block fits (ceil(M / W); M / W for the reduce-scatter).
+template <class T>
+TL_DEVICE int64_t slot_rows(const ReduceParams<T>& p) {
+  return (int64_t(p.rb.m) + p.team.num_ranks - 1) / p.team.num_ranks;
+}
+
 struct NvshmemPush {
   template <class T>
   static TL_DEVICE void unit(const detail::Worker& wk, const ReduceParams<T>& p, const Unit& u, int32_t b) {
-    const int64_t n = p.rb.n, rpr = p.rb.rows_per_rank();
+    const int64_t n = p.rb.n;
     // Rank b's slot for me, as an address in my own stage buffer (symmetric).
-    T* dst = detail::at(p.stage + int64_t(p.team.rank) * rpr * n, n, u, int32_t(b * rpr));
+    T* dst = detail::at(p.stage + int64_t(p.team.rank) * slot_rows(p) * n, n, u, p.rb.block_begin(b));
     tile::tile_push_rows(tile::nvshmem, wk.coop, p.team, dst, n * int64_t(sizeof(T)), detail::at(p.partial, n, u),
                          n * int64_t(sizeof(T)), u.rows, u.cols * int64_t(sizeof(T)), b);
     tile::peer_tile_notify(tile::nvshmem, wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, p.rb.unit_slot(u), b);
@@ -48,7 +54,7 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_push_nvshmem_kernel(
   constexpr int kMaxSrc = ll::kMaxRanks;
   const int32_t w = p.team.num_ranks, me = p.team.rank;
   const int64_t n = p.rb.n, row_bytes = n * int64_t(sizeof(T));
-  const int64_t rmax = (int64_t(p.rb.m) + w - 1) / w;
+  const int64_t rmax = slot_rows(p);
   T* const gathered = p.stage + int64_t(w) * rmax * n;
   const int32_t pushes = detail::units_in_steps(p.rb, me, 0, w - 1);
   const int32_t own = p.rb.units_in_block(me);
@@ -57,17 +63,7 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_push_nvshmem_kernel(
     int32_t s;
     Unit u;
     if (item < pushes) {  // my partial of block b into b's slot for me
-      detail::locate(p.rb, me, 0, w - 1, item, &s, &u);
-      const int32_t b = u.block;
-      if (wk.leader()) {
-        tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, p.rb.gemm_tile(u));
-        tile::rank_wait(tile::Thread{}, p.team, p.ready, b);
-      }
-      wk.sync();
-      T* dst = detail::at(p.stage + int64_t(me) * rmax * n, n, u, p.rb.block_begin(b));
-      tile::tile_push_rows(tile::nvshmem, wk.coop, p.team, dst, row_bytes, detail::at(p.partial, n, u), row_bytes,
-                           u.rows, u.cols * int64_t(sizeof(T)), b);
-      tile::peer_tile_notify(tile::nvshmem, wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, p.rb.unit_slot(u), b);
+      detail::push_step(wk, p, item, [&](const Unit& pu, int32_t b) { NvshmemPush::unit(wk, p, pu, b); });
       continue;
     }
     if (item >= pushes + own) {  // block u.block's sum, pushed by its owner

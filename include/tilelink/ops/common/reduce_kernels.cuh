@@ -172,6 +172,21 @@ TL_DEVICE int32_t units_in_steps(const RowBlocks& rb, int32_t p, int32_t s_begin
   return n;
 }
 
+// The item-th of this rank's pushes — its partials of the other blocks, in step order: waits for
+// the unit's GEMM tile and for its owner's "ready", then hands the unit to push(unit, owner).
+template <class T, class PushFn>
+TL_DEVICE void push_step(const Worker& wk, const ReduceParams<T>& p, int32_t item, PushFn&& push) {
+  int32_t s;
+  Unit u;
+  locate(p.rb, p.team.rank, 0, p.team.num_ranks - 1, item, &s, &u);
+  if (wk.leader()) {
+    tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, p.rb.gemm_tile(u));
+    tile::rank_wait(tile::Thread{}, p.team, p.ready, u.block);
+  }
+  wk.sync();
+  push(u, u.block);
+}
+
 // Every block, after its last read of peers' buffers: count itself done on each of them. Block 0
 // then waits until this rank's own readers are done, so the next call may overwrite.
 template <class T>
@@ -272,16 +287,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
   const detail::Worker wk = detail::Worker::make(p.worker_warps);
   for (int32_t item = wk.id; item < pushes + own; item += wk.count) {
     if (item < pushes) {
-      int32_t s;
-      Unit u;
-      detail::locate(p.rb, me, 0, w - 1, item, &s, &u);
-      const int32_t b = u.block;
-      if (wk.leader()) {
-        tile::consumer_tile_wait(tile::Thread{}, p.team, tile::SlotPerTile{}, p.gemm_signals, p.rb.gemm_tile(u));
-        tile::rank_wait(tile::Thread{}, p.team, p.ready, b);
-      }
-      wk.sync();
-      Push::unit(wk, p, u, b);
+      detail::push_step(wk, p, item, [&](const Unit& u, int32_t b) { Push::unit(wk, p, u, b); });
       continue;
     }
     const Unit u = p.rb.unit(me, item - pushes);
