@@ -29,15 +29,15 @@ using WaitSite = ll::WaitSite;
 #if defined(__CUDACC__)
 
 template <Coop C>
-TL_DEVICE void put_flagged(C coop, const ll::Team& team, uint64_t* dst, const uint2* src, int64_t g0, int64_t g1,
-                           uint32_t flag, int to) {
-  uint64_t* remote = ll::symm_at(team, dst, to);
-  for (int64_t g = g0 + coop.rank(); g < g1; g += coop.size()) ll::st_flagged2(remote + 2 * g, src[g], flag);
-}
-
-template <Coop C>
 TL_DEVICE void pack_flagged(C coop, uint64_t* packed, const uint2* src, int64_t g0, int64_t g1, uint32_t flag) {
   for (int64_t g = g0 + coop.rank(); g < g1; g += coop.size()) ll::st_flagged2(packed + 2 * g, src[g], flag);
+}
+
+// By load/store: the packing itself, into the peer's buffer.
+template <Coop C>
+TL_DEVICE void put_flagged(C coop, const ll::Team& team, uint64_t* dst, const uint2* src, int64_t g0, int64_t g1,
+                           uint32_t flag, int to) {
+  pack_flagged(coop, ll::symm_at(team, dst, to), src, g0, g1, flag);
 }
 
 template <Coop C>

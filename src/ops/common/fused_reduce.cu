@@ -92,7 +92,7 @@ void gemm_and_reduce(Context& ctx, ReduceState& st, const ReduceRequest& r, bool
   // The two-shot push over NVSHMEM adds W slots of up to ceil(M/W) rows in front of the [M, N] copy.
   const size_t stage_bytes =
       !load_store && r.algo == ReduceAlgo::two_shot
-          ? bytes + size_t(world) * size_t((r.m + world - 1) / world * r.n) * dtype_size(r.dtype)
+          ? bytes + size_t(world) * size_t(rb.max_block_rows()) * size_t(r.n) * dtype_size(r.dtype)
           : bytes;
   void* stage = world == 1 ? nullptr : ctx.symmetric_workspace(op + ".stage", stage_bytes);
   const int64_t gemm_slots = int64_t(rb.grid.num_tiles()) * (per_source ? world : 1);

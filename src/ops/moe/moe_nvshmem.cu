@@ -22,10 +22,8 @@ struct NvshmemShare {
   static TL_DEVICE void publish(const MoeRsFusedParams& p, const tile::SlotPerTile& blocks, float* slot, int64_t lo,
                                 int64_t hi, int32_t dst) {
     const int32_t me = p.team.rank;
-    if (dst == me) {  // this rank's own heap is always reachable by load/store
-      tile::peer_tile_notify(tile::Block{}, p.team, blocks, p.recv_slots, int32_t(blockIdx.x), me);
-      return;
-    }
+    // This rank's own heap is always reachable by load/store.
+    if (dst == me) return LoadStoreShare::publish(p, blocks, slot, lo, hi, dst);
     const int64_t h = p.sum.hidden, mh = p.tokens_per_rank * h;
     // The block's stores of the share are visible to the put's reads (its threads, or a NIC).
     __threadfence();

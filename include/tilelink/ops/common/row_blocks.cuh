@@ -42,6 +42,8 @@ struct RowBlocks {
   TL_HOST_DEVICE int32_t rows_per_rank() const { return grid.rows_per_rank; }
   TL_HOST_DEVICE int32_t block_begin(int32_t b) const { return int32_t(int64_t(b) * m / world); }
   TL_HOST_DEVICE int32_t block_rows(int32_t b) const { return block_begin(b + 1) - block_begin(b); }
+  // The rows of the largest block (ceil(M / W)): what a slot that fits any block holds.
+  TL_HOST_DEVICE int32_t max_block_rows() const { return (m + world - 1) / world; }
   TL_HOST_DEVICE int32_t first_m_blk(int32_t b) const { return block_begin(b) / grid.tile_m; }
   TL_HOST_DEVICE int32_t last_m_blk(int32_t b) const { return (block_begin(b + 1) - 1) / grid.tile_m; }
   // Units of block b: (last - first + 1) * tiles_n (none for an empty block), m-block-major.
