@@ -2,7 +2,7 @@
 // memory order and scope).
 #pragma once
 
-#include "tilelink/ll/team.cuh"          // Team, WaitReport, Cmp, kMaxRanks, kBarrierSlots
+#include "tilelink/ll/team.cuh"          // Team, WaitReport, Cmp, kMaxLocalRanks, kMaxWorldRanks
 #include "tilelink/ll/identity.cuh"      // rank, num_ranks, symm_at, owner_of
 #include "tilelink/ll/timer.cuh"         // globaltimer, smid
 #include "tilelink/ll/memory_order.cuh"  // ld/st/red/atomic/fence with order + scope

@@ -169,8 +169,7 @@ int tl_world_query(tl_world* world, tl_world_info* info) {
 int tl_world_check(tl_world* world, void* stream) {
   return guarded([&] {
     tilelink::Context& ctx = context_of(world);
-    const cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
-    if (err != cudaSuccess) ctx.raise(ctx.current_op(), err);
+    ctx.wait_stream(static_cast<cudaStream_t>(stream), ctx.current_op());
     ctx.check_faults(ctx.current_op());
   });
 }

@@ -14,10 +14,12 @@
 #include "failure_message.hpp"
 #include "gpu_sharing.hpp"
 #include "heap_transport.hpp"
+#include "load_store_window.hpp"
 #include "nvshmem_device.hpp"
 #include "options.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/runtime/nccl.hpp"
 
 namespace tilelink {
 
@@ -27,9 +29,10 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options,
                  std::unique_ptr<detail::HeapTransport> transport)
     : bootstrap_(bootstrap), rank_(bootstrap.rank()), num_ranks_(bootstrap.size()), device_(device),
       transport_(std::move(transport)) {
-  TL_REQUIRE(num_ranks_ >= 1 && num_ranks_ <= ll::kMaxRanks, "tilelink: a world of ", num_ranks_,
-             " ranks is not supported (1 to ", ll::kMaxRanks, ")");
-  const ResolvedOptions opt = resolve_options(options);
+  TL_REQUIRE(num_ranks_ >= 1 && num_ranks_ <= ll::kMaxWorldRanks, "tilelink: a world of ", num_ranks_,
+             " ranks is not supported (1 to ", ll::kMaxWorldRanks, ")");
+  heap_base_.assign(num_ranks_, nullptr);
+  const ResolvedOptions opt = resolve_options(options, num_ranks_);
   // symm_at is base + offset: every rank must carve the same layout from the same heap size.
   require_uniform<uint64_t>(opt.heap_bytes, "tilelink world",
                             "the symmetric heap size in bytes (TILELINK_HEAP_MB)");
@@ -37,6 +40,7 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options,
                             "the signal slots per rank (TILELINK_SIGNAL_SLOTS)");
   layout_ = HeapLayout(opt.heap_bytes, opt.signal_slots);
   wait_timeout_ns_ = opt.wait_timeout_ms * 1000000ull;
+  host_timeout_ms_ = opt.barrier_timeout_ms;
   try {
     check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
     check_cuda(cudaGetDeviceProperties(&props_, device_), "cudaGetDeviceProperties", device_);
@@ -74,8 +78,7 @@ Context::Context(Bootstrap& bootstrap, int device, const WorldOptions& options,
                "signal pool, ", layout_.pool_bytes(), " bytes");
     check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "after zeroing the signal pool");
     // Same call on every rank, so the barrier slots sit at the same offset everywhere.
-    barrier_slots_ =
-        signal_pool_ + layout_.allocate_signals(ll::kBarrierSlots, "barrier slots (barrier_all)");
+    barrier_slots_ = signal_pool_ + layout_.allocate_signals(num_ranks_, "barrier slots (barrier_all)");
     // The device epoch and the world's abort side by side: one read gets both (check_faults).
     epoch_word_ = signal_pool_ + layout_.allocate_signals(1 + ll::kAbortSlots, "device epoch and abort");
     abort_slots_ = epoch_word_ + 1;
@@ -135,9 +138,11 @@ void Context::connect() {
     heap_base_[r] = bases[r];
     mapped += bases[r] != nullptr;
   }
-  // Agreed, since every rank's choice of path depends on it.
+  local_first_ = load_store_window(heap_base_, rank_, ll::kMaxLocalRanks);
+  // Agreed, since every rank's choice of path depends on it. A world larger than the Team's
+  // table reaches some peers through NVSHMEM whatever is mapped.
   std::vector<int32_t> all(num_ranks_);
-  const int32_t mine = mapped == num_ranks_ ? 1 : 0;
+  const int32_t mine = mapped == num_ranks_ && num_ranks_ <= ll::kMaxLocalRanks ? 1 : 0;
   allgather(&mine, all.data(), sizeof mine);
   peers_load_store_ = std::all_of(all.begin(), all.end(), [](int32_t v) { return v == 1; });
   warm_streams();
@@ -311,7 +316,9 @@ ll::Team Context::team() const {
   ll::Team t{};
   t.rank = rank_;
   t.num_ranks = num_ranks_;
-  for (int r = 0; r < ll::kMaxRanks; ++r) t.heap_base[r] = heap_base_[r];
+  t.local_first = local_first_;
+  for (int i = 0; i < ll::kMaxLocalRanks && local_first_ + i < num_ranks_; ++i)
+    t.heap_base[i] = heap_base_[local_first_ + i];
   t.heap_bytes = layout_.heap_bytes();
   t.signal_base = signal_pool_;
   t.signal_slots = layout_.signal_slots();
@@ -324,9 +331,14 @@ ll::Team Context::team() const {
   return t;
 }
 
-void Context::synchronize(const char* op) {
-  const cudaError_t err = cudaStreamSynchronize(stream_);
+void Context::wait_stream(cudaStream_t stream, const char* op) {
+  const cudaError_t err = detail::nccl_comm_made(*this) ? detail::wait_stream_beside_nccl(*this, stream, op)
+                                                        : cudaStreamSynchronize(stream);
   if (err != cudaSuccess) raise(op, err);
+}
+
+void Context::synchronize(const char* op) {
+  wait_stream(stream_, op);
   check_faults(op);
 }
 

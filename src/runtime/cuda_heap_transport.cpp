@@ -101,6 +101,10 @@ std::unique_ptr<HeapTransport> make_process_transport(const WorldOptions& option
              "tilelink: one node per process (TILELINK_ONE_NODE_PER_PROCESS=1) reaches peers through NVSHMEM"
              " put-with-signal: it needs the NVSHMEM transport (TILELINK_TRANSPORT=nvshmem), not ",
              transport_name(transport));
+  TL_REQUIRE(transport == Transport::nvshmem || bootstrap.size() <= ll::kMaxLocalRanks, "tilelink: a world of ",
+             bootstrap.size(), " ranks over CUDA IPC; CUDA IPC maps every peer's heap for load/store, which"
+             " reaches 1 to ", ll::kMaxLocalRanks, " ranks: use the NVSHMEM transport (TILELINK_TRANSPORT=nvshmem)"
+             " for larger worlds");
   switch (transport) {
     case Transport::nvshmem: return make_nvshmem_transport(bootstrap, device, one_node_per_process);
     default: return make_cuda_ipc_transport(device);

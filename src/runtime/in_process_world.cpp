@@ -96,8 +96,10 @@ void require_eager_loading(int ranks_per_gpu) {
 }  // namespace
 
 InProcessWorld::InProcessWorld(int num_ranks, WorldOptions options) {
-  TL_REQUIRE(num_ranks >= 1 && num_ranks <= ll::kMaxRanks, "InProcessWorld: ", num_ranks,
-             " ranks requested; a world has 1 to ", ll::kMaxRanks, " ranks");
+  TL_REQUIRE(num_ranks >= 1 && num_ranks <= ll::kMaxLocalRanks, "InProcessWorld: ", num_ranks,
+             " ranks requested; a world has 1 to ", ll::kMaxLocalRanks,
+             " ranks (they reach each other's heaps by load/store; larger worlds are MPI or"
+             " ProcessWorld worlds over NVSHMEM)");
   TL_REQUIRE(options.transport == Transport::automatic, "InProcessWorld: transport ",
              transport_name(options.transport), " was asked for, but ranks in one process address each"
              " other's heaps directly; the transport option is for ProcessWorld and MpiWorld");

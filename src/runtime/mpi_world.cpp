@@ -102,8 +102,8 @@ MpiWorld::MpiWorld(int* argc, char*** argv, WorldOptions options) {
   auto bootstrap = std::make_unique<MpiBootstrap>(comm, resolve_options(options).barrier_timeout_ms);
   const int rank = bootstrap->rank(), size = bootstrap->size();
   detail::set_thread_rank(rank);
-  TL_REQUIRE(size <= ll::kMaxRanks, "MpiWorld: ", size, " processes; a world has 1 to ",
-             ll::kMaxRanks, " ranks");
+  TL_REQUIRE(size <= ll::kMaxWorldRanks, "MpiWorld: ", size, " processes; a world has 1 to ",
+             ll::kMaxWorldRanks, " ranks");
 
   // The node-local rank picks the GPU, so `mpirun -np 2` on a one-GPU node shares GPU 0.
   MPI_Comm local = MPI_COMM_NULL;

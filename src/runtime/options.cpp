@@ -25,7 +25,7 @@ uint64_t parse_env_integer(const char* name, const char* text, uint64_t min, uin
   return v;
 }
 
-ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& env) {
+ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& env, int world_ranks) {
   auto from_env = [&](const char* name, uint64_t fallback, uint64_t min, uint64_t max,
                       const char* meaning) {
     const char* text = env ? env(name) : nullptr;
@@ -39,7 +39,7 @@ ResolvedOptions resolve_options(const WorldOptions& options, const EnvLookup& en
                                 "the symmetric heap per rank in MiB") << 20;
   r.signal_slots = options.signal_slots != 0
                        ? options.signal_slots
-                       : from_env("TILELINK_SIGNAL_SLOTS", kDefaultSignalSlots, 1,
+                       : from_env("TILELINK_SIGNAL_SLOTS", default_signal_slots(world_ranks), 1,
                                   uint64_t(1) << 32, "the number of 64-bit signal slots per rank");
   r.wait_timeout_ms = options.wait_timeout_ms != 0
                           ? options.wait_timeout_ms
@@ -97,8 +97,8 @@ bool resolve_one_node_per_process(bool requested) {
   return resolve_one_node_per_process(requested, [](const char* name) { return std::getenv(name); });
 }
 
-ResolvedOptions resolve_options(const WorldOptions& options) {
-  return resolve_options(options, [](const char* name) { return std::getenv(name); });
+ResolvedOptions resolve_options(const WorldOptions& options, int world_ranks) {
+  return resolve_options(options, [](const char* name) { return std::getenv(name); }, world_ranks);
 }
 
 }  // namespace tilelink

@@ -6,8 +6,8 @@
 namespace tilelink {
 
 ProcessWorld::ProcessWorld(Bootstrap& bootstrap, int device, WorldOptions options) : bootstrap_(bootstrap) {
-  TL_REQUIRE(bootstrap.size() >= 1 && bootstrap.size() <= ll::kMaxRanks, "ProcessWorld: ", bootstrap.size(),
-             " ranks; a world has 1 to ", ll::kMaxRanks, " ranks");
+  TL_REQUIRE(bootstrap.size() >= 1 && bootstrap.size() <= ll::kMaxWorldRanks, "ProcessWorld: ", bootstrap.size(),
+             " ranks; a world has 1 to ", ll::kMaxWorldRanks, " ranks");
   TL_REQUIRE(bootstrap.rank() >= 0 && bootstrap.rank() < bootstrap.size(), "ProcessWorld: rank ", bootstrap.rank(),
              " is not in [0, ", bootstrap.size(), ")");
   const int devices = detail::visible_device_count("ProcessWorld");

@@ -34,6 +34,18 @@ TEST(Options, Defaults) {
   EXPECT_EQ(r.barrier_timeout_ms, 60000u) << "at least 60 s";
 }
 
+TEST(Options, DefaultSignalSlotsGrowWithTheWorld) {
+  for (int w : {1, 2, 8}) EXPECT_EQ(resolve_options(WorldOptions{}, env_of({}), w).signal_slots, 65536u) << w;
+  EXPECT_EQ(resolve_options(WorldOptions{}, env_of({}), 9).signal_slots, 2 * 65536u);
+  EXPECT_EQ(resolve_options(WorldOptions{}, env_of({}), 16).signal_slots, 2 * 65536u);
+  EXPECT_EQ(resolve_options(WorldOptions{}, env_of({}), 1024).signal_slots, 128 * 65536u);
+  // An explicit count, or the environment's, is taken as it is.
+  EXPECT_EQ(resolve_options(WorldOptions{}, env_of({{"TILELINK_SIGNAL_SLOTS", "4096"}}), 64).signal_slots, 4096u);
+  WorldOptions o;
+  o.signal_slots = 1000;
+  EXPECT_EQ(resolve_options(o, env_of({}), 64).signal_slots, 1000u);
+}
+
 TEST(Options, EnvironmentOverridesDefaults) {
   const ResolvedOptions r = resolve_options(
       WorldOptions{}, env_of({{"TILELINK_HEAP_MB", "64"},

@@ -16,11 +16,11 @@ std::string error_of(int ranks) {
 }
 
 TEST(InProcessWorld, RankCountOutsideOneToMaxIsAnError) {
-  for (int n : {0, -1, ll::kMaxRanks + 1, 1000}) {
+  for (int n : {0, -1, ll::kMaxLocalRanks + 1, 1000}) {
     const std::string msg = error_of(n);
     EXPECT_NE(msg.find("InProcessWorld: " + std::to_string(n) + " ranks requested"),
               std::string::npos) << msg;
-    EXPECT_NE(msg.find("1 to " + std::to_string(ll::kMaxRanks) + " ranks"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("1 to " + std::to_string(ll::kMaxLocalRanks) + " ranks"), std::string::npos) << msg;
   }
 }
 

@@ -10,17 +10,19 @@ namespace tilelink::ll {
 TL_HOST_DEVICE int rank(const Team& t) { return t.rank; }
 TL_HOST_DEVICE int num_ranks(const Team& t) { return t.num_ranks; }
 
-// Rank r's heap base as mapped here. On the device this is a select chain over constant
-// indices rather than t.heap_base[r]: indexing the kernel-parameter array with a run-time value
-// would make every kernel copy its Team to local memory (a 128-byte stack frame per thread).
+// Rank r's heap base as mapped here; null where load/store cannot reach it (outside the
+// Team's table, or unmapped). On the device this is a select chain over constant indices rather
+// than t.heap_base[i]: indexing the kernel-parameter array with a run-time value would make every
+// kernel copy its Team to local memory (a 128-byte stack frame per thread).
 TL_HOST_DEVICE char* heap_base_of(const Team& t, int r) {
+  const int i = r - t.local_first;
 #if defined(__CUDA_ARCH__)
-  char* b = t.heap_base[0];
+  char* b = nullptr;
 #pragma unroll
-  for (int i = 1; i < kMaxRanks; ++i) b = (r == i) ? t.heap_base[i] : b;
+  for (int j = 0; j < kMaxLocalRanks; ++j) b = (i == j) ? t.heap_base[j] : b;
   return b;
 #else
-  return t.heap_base[r];
+  return i >= 0 && i < kMaxLocalRanks ? t.heap_base[i] : nullptr;
 #endif
 }
 
@@ -38,8 +40,9 @@ TL_HOST_DEVICE int owner_of(const Team& t, const void* p) {
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-  for (int r = 0; r < kMaxRanks; ++r)
-    if (r < t.num_ranks && c >= t.heap_base[r] && c < t.heap_base[r] + t.heap_bytes) return r;
+  for (int i = 0; i < kMaxLocalRanks; ++i)
+    if (t.heap_base[i] != nullptr && c >= t.heap_base[i] && c < t.heap_base[i] + t.heap_bytes)
+      return t.local_first + i;
   return -1;
 }
 

@@ -14,7 +14,7 @@
 //   sync_all_block(t) / sync_all_warp(t)  rendezvous only: no quiet, relaxed arrival and wait,
 //                        no data ordering.
 //
-// Protocol: each rank p keeps kBarrierSlots signal slots Team::barrier_slots; slot r on p holds
+// Protocol: each rank p keeps num_ranks signal slots Team::barrier_slots; slot r on p holds
 // the latest generation rank r announced to p. A barrier (of either kind) reads g = own slot + 1
 // on its own rank, writes g into slot `rank` on every rank (release for barrier_all), and waits
 // until every slot on its own rank is >= g (acquire for barrier_all), bounded, reported as
@@ -23,6 +23,7 @@
 // numbers of barrier calls get a timeout report instead of a hang. At most one block (warp) per
 // rank may be inside a barrier at a time, and consecutive barriers of one rank must be ordered
 // (same block/warp, or separate kernels). Thread i of the group serves ranks i, i + group size, ...
+// Every rank must be reachable by load/store (Context::peers_load_store()).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,12 @@ TL_DEVICE void barrier_slots_missing(const Team& t, const char* site) {
                                         : "barrier_all: Team::barrier_slots is null");
 }
 
+TL_DEVICE void barrier_peer_unreachable(const Team& t, const char* site) {
+  report_misuse_and_trap(t, Cmp::ne, 0, 0,
+                         site[0] == 's' ? "sync_all: a rank is not reachable by load/store"
+                                        : "barrier_all: a rank is not reachable by load/store");
+}
+
 // Generation of the next barrier of this rank, read by every participating thread (idx <
 // num_ranks) BEFORE the group sync that precedes any arrival.
 TL_DEVICE uint64_t barrier_next_generation(const Team& t, uint32_t idx, const char* site) {
@@ -68,6 +75,7 @@ TL_DEVICE uint64_t barrier_next_generation(const Team& t, uint32_t idx, const ch
 template <bool kOrdered>
 TL_DEVICE void barrier_arrive_wait(const Team& t, uint32_t idx, uint32_t nthr, uint64_t g, const char* site) {
   for (uint32_t p = idx; p < uint32_t(t.num_ranks); p += nthr) {
+    if (heap_base_of(t, int(p)) == nullptr) barrier_peer_unreachable(t, site);
     uint64_t* remote = symm_at(t, t.barrier_slots + t.rank, int(p));
     if constexpr (kOrdered) st<Order::release, Scope::sys>(remote, g);
     else st<Order::relaxed, Scope::sys>(remote, g);

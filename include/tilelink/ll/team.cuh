@@ -21,15 +21,13 @@
 
 namespace tilelink::ll {
 
-// Upper bound on ranks one Team can address (one NVLink domain). Problem sizes and the actual
-// world size stay run-time values; this only sizes the peer table.
-inline constexpr int kMaxRanks = 8;
+// Peers one Team reaches by load/store: one NVLink domain (the 8 GPUs of an HGX board). This
+// sizes Team's table of mapped heaps only; problem sizes and the world size stay run-time values.
+inline constexpr int kMaxLocalRanks = 8;
 
-// Signal slots every rank reserves for barrier_all / sync_all (ll/barrier.cuh): slot r of rank p
-// holds the last barrier generation rank r announced to p. Context reserves them once, zeroed,
-// in its signal pool and points Team::barrier_slots at them; they are never reset (generations
-// only grow), so barriers are reusable any number of times per kernel and across op calls.
-inline constexpr int kBarrierSlots = kMaxRanks;
+// Ranks of one world. Those outside the load/store table (other nodes) are reached through
+// NVSHMEM put-with-signal (ll/nvshmem.cuh), which needs no per-peer state in the Team.
+inline constexpr int kMaxWorldRanks = 1024;
 
 // Comparison used by signal waits.
 enum class Cmp : int32_t { eq = 0, ne, ge, gt, lt, le };
@@ -61,7 +59,10 @@ struct WaitReport {
 struct Team {
   int32_t rank;
   int32_t num_ranks;
-  char* heap_base[kMaxRanks];  // each rank's symmetric heap, as mapped in this rank's address space
+  int32_t local_first;         // the world rank whose heap is heap_base[0] (0 in worlds of up to
+                               // kMaxLocalRanks ranks; else a window holding this rank)
+  char* heap_base[kMaxLocalRanks];  // ranks local_first + i: their symmetric heaps as mapped in
+                                    // this rank's address space; null where load/store cannot reach
   uint64_t heap_bytes;         // size of every rank's heap (equal across ranks)
   uint64_t* signal_base;       // this rank's signal pool (inside its heap, at the same offset everywhere)
   uint64_t signal_slots;       // number of 64-bit slots in the pool
@@ -69,9 +70,11 @@ struct Team {
                                // host alone, Context::begin_op(op)); kernels use ll::call_epoch
   uint64_t wait_timeout_ns;    // bound on every wait (TILELINK_WAIT_TIMEOUT_MS)
   WaitReport* report;          // host-mapped pinned memory
-  uint64_t* barrier_slots;     // kBarrierSlots slots of this rank's signal pool, reserved by the
-                               // Context for barrier_all/sync_all (same offset on every rank);
-                               // nullptr makes every barrier trap with a message saying so
+  uint64_t* barrier_slots;     // num_ranks slots of this rank's signal pool, reserved by the
+                               // Context for barrier_all/sync_all (same offset on every rank):
+                               // slot r holds the last barrier generation rank r announced here;
+                               // never reset (generations only grow). nullptr makes every
+                               // barrier trap with a message saying so
   uint64_t* abort_slots;       // kAbortSlots slots of this rank's signal pool (same offset on every
                                // rank): the world's abort, raised on every rank by a timed-out
                                // wait; nullptr: waits neither watch nor raise it

@@ -43,6 +43,7 @@ const char* transport_name(Transport t);
 struct WorldOptions {
   size_t heap_bytes = 0;           // per rank; 0: $TILELINK_HEAP_MB MiB, else 2048 MiB
   size_t signal_slots = 0;         // per rank; 0: $TILELINK_SIGNAL_SLOTS, else 65536 (512 KiB)
+                                   // per 8 ranks of the world
   uint64_t wait_timeout_ms = 0;    // 0: $TILELINK_WAIT_TIMEOUT_MS, else 5000
   uint64_t barrier_timeout_ms = 0; // host barriers and allgathers (in-process and MPI worlds);
                                    // 0: $TILELINK_BARRIER_TIMEOUT_MS, else max(4 x wait timeout, 60 s)
@@ -205,7 +206,18 @@ class Context {
       }
   }
 
-  // Waits for this rank's stream, then checks for faults (check_faults). If a kernel failed, or a
+  // Waits until `stream` (this rank's, or one an op forked from it) has done its work, and raises
+  // a failed CUDA status as an Error naming `op` (raise). Bounded: tilelink's own kernels bound
+  // every wait themselves, and once this context has an NCCL communicator (whose collectives wait
+  // for their peers as long as it takes) the host polls for at most host_timeout_ms(), then aborts
+  // the communicator — its kernels return — and throws, naming `op`. The next NCCL call makes a
+  // new communicator, collectively.
+  void wait_stream(cudaStream_t stream, const char* op);
+  // The bound on every host wait: barriers, allgathers, and stream waits with NCCL in flight
+  // (WorldOptions::barrier_timeout_ms).
+  uint64_t host_timeout_ms() const { return host_timeout_ms_; }
+
+  // Waits for this rank's stream (wait_stream), then checks for faults (check_faults). If a kernel failed, or a
   // bounded wait timed out on any rank and aborted a call this rank made, throws an Error naming
   // `op`, this rank, and — for every timed-out wait this process can see — the rank, site, tile,
   // signal slot, expected and observed value.
@@ -245,6 +257,14 @@ class Context {
     if (!slot) slot = std::make_shared<T>(*this);
     return *static_cast<T*>(slot.get());
   }
+  // The state stored under `key`, or nullptr when none was made; nothing is created.
+  template <class T>
+  T* find_op_state(const std::string& key) {
+    const auto it = op_states_.find(key);
+    return it == op_states_.end() ? nullptr : static_cast<T*>(it->second.get());
+  }
+  // Forgets the state stored under `key` (its destructor runs); the next op_state makes it anew.
+  void drop_op_state(const std::string& key) { op_states_.erase(key); }
 
  private:
   Bootstrap& bootstrap_;
@@ -254,11 +274,13 @@ class Context {
   cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
   HeapLayout layout_;                          // offsets of everything carved from the heap
   char* heap_ = nullptr;                       // this rank's heap (from transport_)
-  char* heap_base_[ll::kMaxRanks] = {};        // every rank's heap as mapped here
+  std::vector<char*> heap_base_;               // every rank's heap as mapped here (null: not mapped)
+  int local_first_ = 0;                        // the first rank of the Team's load/store table
   uint64_t* signal_pool_ = nullptr;            // first bytes of the heap
   uint64_t wait_timeout_ns_ = 0;
+  uint64_t host_timeout_ms_ = 0;
   OpSequence ops_;
-  uint64_t* barrier_slots_ = nullptr;          // ll::kBarrierSlots slots reserved in the pool
+  uint64_t* barrier_slots_ = nullptr;          // num_ranks slots reserved in the pool
   uint64_t* epoch_word_ = nullptr;             // the device epoch (one slot of the pool)
   uint64_t* abort_slots_ = nullptr;            // ll::kAbortSlots slots right after it
   uint64_t abort_seen_ = 0;                    // the abort epoch of the last fault raised here

@@ -46,10 +46,10 @@ void ensure_buffers(Context& ctx, AllgatherLlState& st, int64_t granules, cudaSt
   const size_t bytes = size_t(2 * w * 2 * granules) * sizeof(uint64_t);
   // Earlier calls on this rank are done (the stream waits for the previous call, CallOrder), and
   // with them every peer's writes into this rank's old buffers (this rank read them all).
-  TL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  ctx.wait_stream(stream, "allgather_ll (before growing its buffers)");
   auto* buffers = static_cast<uint64_t*>(ctx.symmetric_workspace("allgather_ll.buffers", bytes));
   TL_CUDA_CHECK(cudaMemsetAsync(buffers, 0, bytes, stream));
-  TL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  ctx.wait_stream(stream, "allgather_ll (zeroing its buffers)");
   ctx.barrier();
   st.buffers = buffers;
   st.cap = granules;

@@ -20,18 +20,12 @@ namespace tilelink::ops {
 
 namespace {
 
-// The stage slots' rows: every block fits (ceil(M / W); M / W for the reduce-scatter).
-template <class T>
-TL_DEVICE int64_t slot_rows(const ReduceParams<T>& p) {
-  return (int64_t(p.rb.m) + p.team.num_ranks - 1) / p.team.num_ranks;
-}
-
 struct NvshmemPush {
   template <class T>
   static TL_DEVICE void unit(const detail::Worker& wk, const ReduceParams<T>& p, const Unit& u, int32_t b) {
     const int64_t n = p.rb.n;
     // Rank b's slot for me, as an address in my own stage buffer (symmetric).
-    T* dst = detail::at(p.stage + int64_t(p.team.rank) * slot_rows(p) * n, n, u, p.rb.block_begin(b));
+    T* dst = detail::at(p.stage + int64_t(p.team.rank) * p.rb.max_block_rows() * n, n, u, p.rb.block_begin(b));
     tile::tile_push_rows(tile::nvshmem, wk.coop, p.team, dst, n * int64_t(sizeof(T)), detail::at(p.partial, n, u),
                          n * int64_t(sizeof(T)), u.rows, u.cols * int64_t(sizeof(T)), b);
     tile::peer_tile_notify(tile::nvshmem, wk.coop, p.team, tile::SlotPerTile{}, p.unit_signals, p.rb.unit_slot(u), b);
@@ -51,10 +45,9 @@ struct NvshmemPush {
 // so no wait closes a cycle.
 template <class T>
 __global__ void __launch_bounds__(kReduceThreads) allreduce_push_nvshmem_kernel(const ReduceParams<T> p) {
-  constexpr int kMaxSrc = ll::kMaxRanks;
   const int32_t w = p.team.num_ranks, me = p.team.rank;
   const int64_t n = p.rb.n, row_bytes = n * int64_t(sizeof(T));
-  const int64_t rmax = slot_rows(p);
+  const int64_t rmax = p.rb.max_block_rows();
   T* const gathered = p.stage + int64_t(w) * rmax * n;
   const int32_t pushes = detail::units_in_steps(p.rb, me, 0, w - 1);
   const int32_t own = p.rb.units_in_block(me);
@@ -84,12 +77,11 @@ __global__ void __launch_bounds__(kReduceThreads) allreduce_push_nvshmem_kernel(
         }
     }
     wk.sync();
-    const T* srcs[kMaxSrc] = {};
-    for (int32_t q = 0; q < w; ++q)
-      srcs[q] = q == me ? detail::at<const T>(p.partial, n, u)
-                        : detail::at<const T>(p.stage + int64_t(q) * rmax * n, n, u, p.rb.block_begin(me));
     T* sum = detail::at(gathered, n, u);
-    wk.sum<T, kMaxSrc>(srcs, w, n, sum, n, u);
+    wk.sum_of<T>([&](int32_t q) {
+      return q == me ? detail::at<const T>(p.partial, n, u)
+                     : detail::at<const T>(p.stage + int64_t(q) * rmax * n, n, u, p.rb.block_begin(me));
+    }, w, n, sum, n, u);
     __threadfence();  // the sum is visible to the puts below, whoever reads it (a warp, a NIC)
     wk.sync();
     for (int32_t q = 0; q < w; ++q)

@@ -55,8 +55,8 @@ inline bool drain_on_new_slots(Context& ctx, SideStream& side, cudaStream_t main
                                const void*& last) {
   if (slots == last) return false;
   ctx.refuse_in_capture("move its signal slots (a larger shape than any call before)");
-  TL_CUDA_CHECK(cudaStreamSynchronize(main));
-  TL_CUDA_CHECK(cudaStreamSynchronize(side.get()));
+  ctx.wait_stream(main, "draining the earlier calls (main stream)");
+  ctx.wait_stream(side.get(), "draining the earlier calls (side stream)");
   ctx.barrier();
   last = slots;
   return true;

@@ -18,7 +18,7 @@ namespace tilelink::ops {
 
 void per_rank_gemms_reduce_scatter(Context& ctx, ReduceState& st, const ReduceRequest& r) {
   const int world = ctx.num_ranks(), me = ctx.rank();
-  TL_REQUIRE(world <= ll::kMaxRanks, r.op, ": at most ", ll::kMaxRanks, " ranks");
+  TL_REQUIRE(world <= ll::kMaxLocalRanks, r.op, ": at most ", ll::kMaxLocalRanks, " ranks (peers by load/store)");
   const int64_t rows = r.m / world;
   const size_t esz = dtype_size(r.dtype);
   const size_t block_bytes = size_t(rows * r.n) * esz;

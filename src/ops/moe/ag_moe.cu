@@ -221,7 +221,7 @@ void ag_moe(Context& ctx, const AgMoeArgs& a, const AgMoeOptions& o) {
 
 void ag_moe_check(Context& ctx) {
   TL_CUDA_CHECK(cudaSetDevice(ctx.device()));
-  TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  ctx.wait_stream(ctx.stream(), kOp);
   ctx.op_state<AgMoeState>(kOp).bad_ids.raise_new(kOp, kBadIdEffect);
 }
 

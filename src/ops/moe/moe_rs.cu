@@ -189,7 +189,7 @@ void moe_rs(Context& ctx, const MoeRsArgs& a, const MoeRsOptions& o) {
 
 void moe_rs_check(Context& ctx) {
   TL_CUDA_CHECK(cudaSetDevice(ctx.device()));
-  TL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  ctx.wait_stream(ctx.stream(), kOp);
   ctx.op_state<MoeRsState>(kOp).bad_ids.raise_new(kOp, kBadIdEffect);
 }
 

@@ -195,7 +195,7 @@ static void sp_attention_enqueue(Context& ctx, const SpAttentionArgs& a, const S
     st.zeroed = k_all;
   }
   if (!ops::drain_on_new_slots(ctx, st.side, main, signals, st.last_workspace) && new_buffers) {
-    TL_CUDA_CHECK(cudaStreamSynchronize(main));
+    ctx.wait_stream(main, kOp);
     ctx.barrier();
   }
 

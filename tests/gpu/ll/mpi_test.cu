@@ -149,7 +149,7 @@ TEST(LlMpi, PutmemSignalAcrossProcesses) {
 __global__ void barrier_kernel(ll::Team t, uint32_t iters, uint32_t parity, uint64_t* data, uint32_t* errors) {
   const int n = t.num_ranks;
   for (uint32_t it = 0; it < iters; ++it) {
-    uint64_t* buf = data + ((it + parity) & 1) * ll::kMaxRanks;
+    uint64_t* buf = data + ((it + parity) & 1) * ll::kMaxLocalRanks;
     const uint64_t tok = (t.epoch << 32) | (uint64_t(it) << 8);
     if (threadIdx.x >= 64 && threadIdx.x < 64u + n) ll::put_value(t, &buf[t.rank], tok | t.rank, int(threadIdx.x - 64));
     ll::barrier_all_block(t);
@@ -161,7 +161,7 @@ __global__ void barrier_kernel(ll::Team t, uint32_t iters, uint32_t parity, uint
 
 TEST(LlMpi, BarrierAllAcrossProcesses) {
   Context& ctx = *g_ctx;
-  auto* data = static_cast<uint64_t*>(ctx.symmetric_workspace("ll.mpi.barrier.data", 2 * ll::kMaxRanks * 8));
+  auto* data = static_cast<uint64_t*>(ctx.symmetric_workspace("ll.mpi.barrier.data", 2 * ll::kMaxLocalRanks * 8));
   auto* errors = static_cast<uint32_t*>(ctx.symmetric_workspace("ll.mpi.barrier.errors", 64));
   tt::poison_device(errors, 4, 0, ctx.stream());
   cudaStreamSynchronize(ctx.stream());
@@ -180,7 +180,7 @@ TEST(LlMpi, BarrierAllAcrossProcesses) {
   ctx.synchronize("ll_mpi_barrier");
   ctx.barrier();
   EXPECT_EQ(tt::download_n(errors, 1, ctx.stream())[0], 0u) << "rank " << ctx.rank();
-  const auto slots = tt::download_n(ctx.team().barrier_slots, ll::kBarrierSlots, ctx.stream());
+  const auto slots = tt::download_n(ctx.team().barrier_slots, size_t(ctx.num_ranks()), ctx.stream());
   for (int r = 1; r < ctx.num_ranks(); ++r) EXPECT_EQ(slots[r], slots[0]) << "rank " << ctx.rank() << " slot " << r;
 }
 

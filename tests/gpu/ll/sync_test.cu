@@ -153,7 +153,7 @@ __global__ void barrier_kernel(ll::Team t, uint32_t iters, bool sync_every3, uin
       else ll::sync_all_block(t);
       continue;
     }
-    uint64_t* buf = data + ((barriers + parity) & 1) * ll::kMaxRanks;
+    uint64_t* buf = data + ((barriers + parity) & 1) * ll::kMaxLocalRanks;
     if (tid >= writer_base && tid < writer_base + n)
       ll::put_value(t, &buf[t.rank], btoken(t.epoch, it, t.rank), int(tid - writer_base));
     if constexpr (kWarp) ll::barrier_all_warp(t);
@@ -167,7 +167,7 @@ __global__ void barrier_kernel(ll::Team t, uint32_t iters, bool sync_every3, uin
 }
 
 std::vector<uint64_t> barrier_slots(Context& ctx) {
-  return tt::download_n(ctx.team().barrier_slots, ll::kBarrierSlots, ctx.stream());
+  return tt::download_n(ctx.team().barrier_slots, size_t(ctx.num_ranks()), ctx.stream());
 }
 
 // Every rank's slots 0..n-1 hold the same generation, `before` + `advanced` (no reset, no skip).
@@ -183,16 +183,16 @@ TEST_P(LlSync, TeamReservesBarrierSlots) {
     const ll::Team t = ctx.team();
     ASSERT_NE(t.barrier_slots, nullptr) << "Context::team() must point Team::barrier_slots at reserved slots";
     EXPECT_GE(t.barrier_slots, t.signal_base);
-    EXPECT_LE(t.barrier_slots + ll::kBarrierSlots, t.signal_base + t.signal_slots);
+    EXPECT_LE(t.barrier_slots + ctx.num_ranks(), t.signal_base + t.signal_slots);
   });
 }
 
 template <bool kWarp>
 void run_barrier_one_kernel(tilelink::InProcessWorld& world, uint32_t iters, bool sync_every3, const char* what) {
   world.run([&](Context& ctx) {
-    auto* data = static_cast<uint64_t*>(ctx.symmetric_workspace("ll.test.barrier.data", 2 * ll::kMaxRanks * 8));
+    auto* data = static_cast<uint64_t*>(ctx.symmetric_workspace("ll.test.barrier.data", 2 * ll::kMaxLocalRanks * 8));
     auto* errors = static_cast<uint32_t*>(ctx.symmetric_workspace("ll.test.barrier.errors", 64));
-    tt::poison_device(data, 2 * ll::kMaxRanks * 8, 0xA5, ctx.stream());
+    tt::poison_device(data, 2 * ll::kMaxLocalRanks * 8, 0xA5, ctx.stream());
     tt::poison_device(errors, 4, 0, ctx.stream());
     const auto before = barrier_slots(ctx);  // synchronizes the stream
     ctx.barrier();
@@ -214,9 +214,9 @@ TEST_P(LlSync, BarrierAndSyncAllMixedWarp) { run_barrier_one_kernel<true>(world(
 
 TEST_P(LlSync, BarrierAllAcross1000Calls) {
   world().run([&](Context& ctx) {
-    auto* data = static_cast<uint64_t*>(ctx.symmetric_workspace("ll.test.barrier.data", 2 * ll::kMaxRanks * 8));
+    auto* data = static_cast<uint64_t*>(ctx.symmetric_workspace("ll.test.barrier.data", 2 * ll::kMaxLocalRanks * 8));
     auto* errors = static_cast<uint32_t*>(ctx.symmetric_workspace("ll.test.barrier.errors", 64));
-    tt::poison_device(data, 2 * ll::kMaxRanks * 8, 0xA5, ctx.stream());
+    tt::poison_device(data, 2 * ll::kMaxLocalRanks * 8, 0xA5, ctx.stream());
     tt::poison_device(errors, 4, 0, ctx.stream());
     const auto before = barrier_slots(ctx);
     ctx.barrier();
@@ -275,8 +275,8 @@ void run_ring(tilelink::InProcessWorld& world) {
     const int n = ctx.num_ranks();
     const int blocks = std::min(4, ctx.sm_count());
     auto* in = static_cast<char*>(ctx.symmetric_workspace("ll.test.ring.in", kChunk));
-    auto* out = static_cast<char*>(ctx.symmetric_workspace("ll.test.ring.out", kChunk * ll::kMaxRanks));
-    uint64_t* sig = ctx.signal_workspace(kTma ? "ll.test.ring.sig.tma" : "ll.test.ring.sig", ll::kMaxRanks * 4);
+    auto* out = static_cast<char*>(ctx.symmetric_workspace("ll.test.ring.out", kChunk * ll::kMaxLocalRanks));
+    uint64_t* sig = ctx.signal_workspace(kTma ? "ll.test.ring.sig.tma" : "ll.test.ring.sig", ll::kMaxLocalRanks * 4);
     for (int call = 0; call < 3; ++call) {
       tt::fill_random_device(in, kChunk, tt::mix_seed(seed, ctx.rank(), call), ctx.stream());
       tt::poison_device(out, kChunk * n, 0xA5, ctx.stream());

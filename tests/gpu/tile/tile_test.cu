@@ -71,8 +71,8 @@ constexpr bool rows_are_words() {
 static_assert(rows_are_words(), "row_bytes must be a multiple of 8");
 
 constexpr int64_t kMaxBand = max_band_bytes();
-constexpr int64_t kMaxTensor = kMaxBand * ll::kMaxRanks;  // the gathered tensor of any world
-constexpr int32_t kMaxTiles = max_tiles_per_rank() * ll::kMaxRanks;
+constexpr int64_t kMaxTensor = kMaxBand * ll::kMaxLocalRanks;  // the gathered tensor of any world
+constexpr int32_t kMaxTiles = max_tiles_per_rank() * ll::kMaxLocalRanks;
 constexpr unsigned kThreads = 256;
 
 char* workspace(Context& ctx, const char* key, int64_t bytes) {
@@ -413,7 +413,7 @@ TEST_P(TilePrimitives, RankNotifyThenPull) {
     const int me = ctx.rank(), n = ctx.num_ranks();
     char* gathered = workspace(ctx, "tile.test.pull.gathered", kMaxTensor);
     char* out = workspace(ctx, "tile.test.pull.out", kMaxTensor);
-    uint64_t* rank_signals = ctx.signal_workspace("tile.test.pull.ranks", ll::kMaxRanks);
+    uint64_t* rank_signals = ctx.signal_workspace("tile.test.pull.ranks", ll::kMaxLocalRanks);
     uint64_t* tile_signals = ctx.signal_workspace("tile.test.pull.tiles", kMaxTiles);
     uint64_t* reads_done = ctx.signal_workspace("tile.test.pull.reads_done", 1);
     const int32_t half = blocks_per_role(ctx);
@@ -435,7 +435,7 @@ TEST_P(TilePrimitives, RankNotifyThenPull) {
       expect_bands(tt::download(out, size_t(bytes), ctx.stream()), n, band_bytes(s), seed, call,
                    what + ", read after consumer_tile_wait");
       const uint64_t epoch = epoch_of(ctx, team);
-      expect_slots(ctx, rank_signals, n, ll::kMaxRanks, epoch, what + ": rank slots");
+      expect_slots(ctx, rank_signals, n, ll::kMaxLocalRanks, epoch, what + ": rank slots");
       expect_slots(ctx, tile_signals, map.num_tiles(), kMaxTiles, epoch, what + ": tile slots");
       EXPECT_EQ(tt::download_n(reads_done, 1, ctx.stream())[0], 0u)
           << what << ": reads_done_wait must take every pull it counted off again";

@@ -90,9 +90,11 @@ TL_DEVICE T* at(T* base, int64_t ld, const Unit& u, int32_t row_base = 0) {
 // (.cg): the data was produced by other SMs or GPUs.
 inline constexpr int kLoadsInFlight = 4;
 
-template <class T, int kMaxSrc>
-TL_DEVICE void sum_unit(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst, int64_t ld_dst,
-                        int rows, int cols, int lane, int lanes) {
+// `src(s)` is source s's element (0, 0), s < nsrc: an array's entries (at most one per load/store
+// peer), or slots laid out in a buffer (any number of them: the pushes of a world of any size).
+template <class T, class Src>
+TL_DEVICE void sum_unit(const Src& src, int nsrc, int64_t ld_src, T* dst, int64_t ld_dst, int rows, int cols,
+                        int lane, int lanes) {
   const int vecs = cols / 8, total = rows * vecs;
   for (int first = lane; first < total; first += lanes * kLoadsInFlight) {
     int64_t src_off[kLoadsInFlight], dst_off[kLoadsInFlight];
@@ -109,7 +111,7 @@ TL_DEVICE void sum_unit(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_sr
       uint4 v[kLoadsInFlight];
 #pragma unroll
       for (int j = 0; j < kLoadsInFlight; ++j)
-        if (live[j]) v[j] = __ldcg(reinterpret_cast<const uint4*>(srcs[s] + src_off[j]));
+        if (live[j]) v[j] = __ldcg(reinterpret_cast<const uint4*>(src(s) + src_off[j]));
 #pragma unroll
       for (int j = 0; j < kLoadsInFlight; ++j)
         if (live[j]) Vec8<T>::add(acc[j], v[j]);
@@ -144,7 +146,11 @@ struct Worker {
   template <class T, int kMaxSrc>
   TL_DEVICE void sum(const T* const (&srcs)[kMaxSrc], int nsrc, int64_t ld_src, T* dst, int64_t ld_dst,
                      const Unit& u) const {
-    sum_unit<T, kMaxSrc>(srcs, nsrc, ld_src, dst, ld_dst, u.rows, u.cols, coop.lane, coop.lanes);
+    sum_of<T>([&](int s) { return srcs[s]; }, nsrc, ld_src, dst, ld_dst, u);
+  }
+  template <class T, class Src>
+  TL_DEVICE void sum_of(const Src& src, int nsrc, int64_t ld_src, T* dst, int64_t ld_dst, const Unit& u) const {
+    sum_unit<T>(src, nsrc, ld_src, dst, ld_dst, u.rows, u.cols, coop.lane, coop.lanes);
   }
 };
 
@@ -203,8 +209,8 @@ TL_DEVICE void finish_reads(const ReduceParams<T>& p, int32_t first_peer_step, i
 }  // namespace detail
 
 // ---- sum of slices ---------------------------------------------------------------------------
-// out[rows, n] = the sum of `nslices` (<= kMaxRanks) row-major [rows, n] slices stored one after
-// another, fp32 sums in slice order (every rank that sums the same slices gets the same bits).
+// out[rows, n] = the sum of `nslices` row-major [rows, n] slices stored one after another, fp32
+// sums in slice order (every rank that sums the same slices gets the same bits).
 // Each block sums a contiguous band of rows. The reduce-scatter that splits its GEMM by rank runs
 // it once, after the peers' partials have landed.
 template <class T>
@@ -212,10 +218,8 @@ __global__ void __launch_bounds__(kReduceThreads)
     sum_slices_kernel(const T* slices, int32_t nslices, int64_t rows, int64_t n, T* out) {
   const int64_t band = (rows + gridDim.x - 1) / gridDim.x, r0 = int64_t(blockIdx.x) * band;
   if (r0 >= rows) return;
-  const T* srcs[ll::kMaxRanks] = {};
-  for (int32_t s = 0; s < nslices; ++s) srcs[s] = slices + (int64_t(s) * rows + r0) * n;
-  detail::sum_unit<T, ll::kMaxRanks>(srcs, nslices, n, out + r0 * n, n, int(min(band, rows - r0)), int(n),
-                                     int(threadIdx.x), int(blockDim.x));
+  detail::sum_unit<T>([&](int s) { return slices + (int64_t(s) * rows + r0) * n; }, nslices, n, out + r0 * n, n,
+                      int(min(band, rows - r0)), int(n), int(threadIdx.x), int(blockDim.x));
 }
 
 // ---- ring ----------------------------------------------------------------------------------
@@ -277,7 +281,7 @@ struct LoadStorePush {
 
 template <class T, class Push = detail::LoadStorePush>
 __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const ReduceParams<T> p) {
-  constexpr int kMaxSrc = ll::kMaxRanks;
+  constexpr int kMaxSrc = ll::kMaxLocalRanks;
   const int32_t w = p.team.num_ranks, me = p.team.rank;
   const int64_t n = p.rb.n;
   const int32_t rpr = p.rb.rows_per_rank();
@@ -303,12 +307,16 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
       }
     }
     wk.sync();
-    const T* srcs[kMaxSrc] = {};
-    for (int32_t q = 0; q < w; ++q) {
-      if (p.mode == CommMode::pull) srcs[q] = detail::at<const T>(tile::peer_view(p.team, p.partial, q), n, u);
-      else srcs[q] = q == me ? detail::at(p.partial, n, u) : detail::at<const T>(p.stage + int64_t(q) * rpr * n, n, u, me * rpr);
+    T* const out = detail::at(p.out, n, u, me * rpr);
+    if (p.mode == CommMode::pull) {  // every partial in its owner's heap: load/store peers only
+      const T* srcs[kMaxSrc] = {};
+      for (int32_t q = 0; q < w; ++q) srcs[q] = detail::at<const T>(tile::peer_view(p.team, p.partial, q), n, u);
+      wk.sum<T, kMaxSrc>(srcs, w, n, out, n, u);
+    } else {  // every partial in my stage slots, one per rank: any world size
+      wk.sum_of<T>([&](int32_t q) {
+        return q == me ? detail::at<const T>(p.partial, n, u) : detail::at<const T>(p.stage + int64_t(q) * rpr * n, n, u, me * rpr);
+      }, w, n, out, n, u);
     }
-    wk.sum<T, kMaxSrc>(srcs, w, n, detail::at(p.out, n, u, me * rpr), n, u);
   }
   if (p.mode == CommMode::pull && w > 1) detail::finish_reads(p, 1, w - 1);
   Push::finish();
@@ -317,7 +325,7 @@ __global__ void __launch_bounds__(kReduceThreads) full_mesh_reduce_kernel(const 
 // ---- all-reduce -----------------------------------------------------------------------------
 template <class T>
 __global__ void __launch_bounds__(kReduceThreads) allreduce_kernel(const ReduceParams<T> p) {
-  constexpr int kMaxSrc = ll::kMaxRanks;
+  constexpr int kMaxSrc = ll::kMaxLocalRanks;  // every peer's partial read by load/store
   const int32_t w = p.team.num_ranks, me = p.team.rank;
   const int64_t n = p.rb.n;
   // one_shot: p.rb has a single block (all rows, no owner); every rank reduces every unit,
