@@ -475,6 +475,61 @@ Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
   return best;
 }
 
+// ---- plain GEMMs of 64-4095 rows: predicted time --------------------------------------------
+// There the grid-fill score above chose poorly: on 140 random shapes of M = 64-16383 (every
+// config as the rule runs it alone, `tilelink-bench gemm --alone`; docs/PERF.md, "a time model
+// for the plain GEMM's middle rows") its picks ran 0.82x cuBLASLt at 64-511 rows and 0.88x at
+// 512-4095 where the best config of each shape ran 0.92x and 0.93x: a ragged last wave costs a persistent kernel
+// less than a whole wave (a CTA with one tile left runs it at more than its share of the SM), a
+// tile's fixed cost matters on short K loops, and the swapped and unswapped tiles' scores were
+// not on one scale. So the plain GEMM compares configs by predicted time instead,
+//     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
+// (a K step: 64 columns, of a slice where K is split) plus, for a split, the summing pass and
+// its partial sums' traffic, and for stream-K its fixup. Each config's division is the one its
+// score above picks. Fitted by weighted least squares on measured times of 200 random shapes of
+// M = 1-16383; out of sample (fitted on half, checked on the other half, five ways) it chose
+// 0.887x against the score's 0.816x at 64-511 rows and 0.899x against 0.882x at 512-4095, but
+// 0.879x against 0.880x below 64 and 0.904x against 0.932x from 4096 (where the priors were fitted
+// to the reference shapes): so it chooses in 64-4095 rows only.
+constexpr int64_t kTimedMinRows = 64;
+constexpr int64_t kTimedMaxRows = 4095;
+constexpr double kTailExponent = 0.25;
+constexpr double kSplitPassUs = 4.90;         // the summing pass or the chained fixups
+constexpr double kPartialBytesWeight = 0.754;  // x the partial sums' bytes (written, read) at 4 TB/s
+constexpr double kStreamKFixupUs = 12.5;
+struct PlainTime {
+  GemmConfig config;
+  double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
+};
+constexpr PlainTime kPlainTimes[] = {
+    {GemmConfig::coop_128x256_c2x1, 4.33, 0.812}, {GemmConfig::coop_128x256_c1x1, 4.10, 0.903},
+    {GemmConfig::pp_128x192_c2x1, 4.58, 0.617},   {GemmConfig::pp_128x128_c2x1, 3.88, 0.470},
+    {GemmConfig::pp_128x128_c1x2, 4.06, 0.465},   {GemmConfig::pp_64x128_c2x1, 3.36, 0.294},
+    {GemmConfig::sk_128x256_c2x1, 4.83, 0.795},   {GemmConfig::sk_128x128_c1x1, 2.71, 0.571},
+    {GemmConfig::skba_128x64_c1x1, 2.25, 0.404},  {GemmConfig::ppba_64x16_c1x1, 2.79, 0.163},
+    {GemmConfig::ppba_64x32_c1x1, 2.70, 0.198},   {GemmConfig::ppba_128x96_c1x1, 3.23, 0.462},
+    {GemmConfig::ppba_192x96_c1x1, 3.78, 0.601},  {GemmConfig::cpba_128x192_c1x1, 3.24, 0.724},
+    {GemmConfig::cpba_256x160_c1x1, 5.40, 1.355},
+};
+
+// Predicted microseconds of `plan` on the shape; < 0 for a config without a fitted time.
+double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
+  const PlainTime* fit = nullptr;
+  for (const PlainTime& t : kPlainTimes)
+    if (t.config == plan.config) fit = &t;
+  if (fit == nullptr) return -1.0;
+  const GridCount g = grid_count(s, config_info(plan.config), sms);
+  const double k_steps = double(s.K) / 64.0;
+  if (plan.decomposition == Decomposition::stream_k)
+    return fit->launch_us + fit->k_step_us * double(g.units) * std::ceil(k_steps) / double(g.slots) + kStreamKFixupUs;
+  const int splits = plan.decomposition == Decomposition::data_parallel ? 1 : plan.splits;
+  const int64_t work = g.units * splits, full = work / g.slots, rest = work % g.slots;
+  const double waves = double(full) + (rest > 0 ? std::pow(double(rest) / double(g.slots), kTailExponent) : 0.0);
+  double t = fit->launch_us + fit->k_step_us * waves * std::ceil(k_steps / splits);
+  if (splits > 1) t += kSplitPassUs + kPartialBytesWeight * 2.0 * splits * double(s.M) * double(s.N) * 4.0 / kHbmBytesPerUs;
+  return t;
+}
+
 }  // namespace
 
 GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
@@ -488,13 +543,21 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
   }
   TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
   if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
+  const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
   Candidate best{GemmPlan{}, -1.0};
+  double best_us = -1.0;
   for (int i = 0; i < kNumGemmConfigs; ++i) {
     const GemmConfigInfo& c = kGemmConfigInfo[i];
     if (!(allowed & (uint64_t(1) << i))) continue;
     if (c.cluster_m * c.cluster_n > sms) continue;
     const Candidate cand = best_division(s, static_cast<GemmConfig>(i), sms);
-    if (cand.score > best.score + 1e-9) best = cand;
+    const double us = timed && cand.score > 0.0 ? plain_time_us(s, cand.plan, sms) : -1.0;
+    if (us > 0.0) {
+      // Timed candidates beat untimed ones (configs outside kPlainTimes: the sweep set).
+      if (best_us < 0.0 || us < best_us * (1.0 - 1e-9)) best = cand, best_us = us;
+    } else if (best_us < 0.0 && cand.score > best.score + 1e-9) {
+      best = cand;
+    }
   }
   TL_REQUIRE(best.score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
   GemmPlan plan = best.plan;

@@ -202,7 +202,9 @@ TEST(GemmHeuristic, PlainGemmWalksTheShorterTileDimensionFirst) {
         EXPECT_EQ(p.raster, tiles_n > tiles_m ? g::Raster::along_m : g::Raster::along_n) << m << "x" << n << "x" << k;
         EXPECT_EQ(p.swizzle, 1) << m << "x" << n << "x" << k;
         (p.raster == g::Raster::along_m ? along_m : along_n) += 1;
-        // The same shape for a fused op: the config and division do not depend on the use.
+        // The same shape for a fused op: outside 64-4095 rows (where the plain GEMM compares
+        // predicted times) the config and division do not depend on the use.
+        if (m >= 64 && m <= 4095) continue;
         const g::GemmPlan f = g::choose_config(g::packed({m, n, k}), DType::bf16, 132, g::kPlainConfigMask);
         EXPECT_EQ(f.config, p.config);
         EXPECT_EQ(f.decomposition, p.decomposition);
@@ -230,6 +232,28 @@ TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {
   EXPECT_EQ(plain(8192, 3584, 8192).config, g::GemmConfig::coop_128x256_c2x1);
   EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
   EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
+}
+
+// Between 64 and 4095 rows the plain GEMM compares predicted times. Each shape below was measured
+// (every config as the rule runs it alone, against cuBLASLt): the grid-fill score's pick, then
+// the predicted-time pick, which was the fastest config measured.
+TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
+  // 177 x 32152 x 1616: pp_128x128_c2x1 0.63x, the wide swapped 128x192 tile 1.03x.
+  EXPECT_EQ(plain(177, 32152, 1616).config, g::GemmConfig::cpba_128x192_c1x1);
+  // 287 x 5760 x 23488: pp_128x192_c2x1 0.51x, swapped 192x96 0.83x.
+  EXPECT_EQ(plain(287, 5760, 23488).config, g::GemmConfig::ppba_192x96_c1x1);
+  // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x.
+  EXPECT_EQ(plain(454, 9488, 3208).config, g::GemmConfig::pp_128x192_c2x1);
+  // 2293 x 6464 x 2696: pp_128x128_c2x1 0.89x, pp_128x192_c2x1 1.04x.
+  EXPECT_EQ(plain(2293, 6464, 2696).config, g::GemmConfig::pp_128x192_c2x1);
+  // 377 x 352 x 640: the 128x96 swapped tile 0.78x, the narrow 64x32 one over 12 columns 1.14x.
+  EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x1);
+  // The fused ops keep the measured priors there: the same shape can take another config.
+  EXPECT_EQ(g::choose_config(g::packed({2293, 6464, 2696}), DType::bf16, 132, g::kPlainConfigMask).config,
+            g::GemmConfig::pp_128x128_c2x1);
+  // Outside the band nothing changes: 8192 rows and 40 rows keep their fitted picks.
+  EXPECT_EQ(plain(40, 784, 16248).config, g::choose_config(g::packed({40, 784, 16248}), DType::bf16, 132,
+                                                            g::kPlainConfigMask).config);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 //        --fused-order (the plain GEMM's configs in the fused ops' tile order)
 //        --divisions (every lib config, and every plain config at each work division, too)
 //        --orders (every config at its rule's division in each raster x swizzle 1/2/4, too)
+//        --alone (every config as the rule would run it were it the only one allowed, too)
 //        --no-overlap (plain launches without programmatic dependent launch)
 //
 // Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
@@ -511,6 +512,26 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       }
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
       measure_plans("division", s, b, plans, " chosen " + plan_str(chosen));
+    }
+  }
+
+  // ---- 2b'. every config alone ----------------------------------------------------------------
+  // Each allowed config exactly as the rule would run it were it the only one allowed (its best
+  // division, the order of the use measured), against cuBLAS: the table the priors that choose
+  // between configs are fitted to.
+  if (args.has("alone")) {
+    std::printf("\n== every config as the rule runs it alone (%d samples each, paired with cuBLAS) ==\n",
+                sweep_samples);
+    std::fflush(stdout);
+    for (const auto& s : shapes) {
+      Buffers b(s, sets);
+      std::vector<GemmPlan> plans;
+      for (int i = 0; i < kNumGemmConfigs; ++i)
+        if (mask >> i & 1u)
+          plans.push_back(
+              choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i, use));
+      const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
+      measure_plans("alone", s, b, plans, " chosen " + plan_str(chosen));
     }
   }
 
