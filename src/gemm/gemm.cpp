@@ -526,7 +526,10 @@ double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   const int64_t work = g.units * splits, full = work / g.slots, rest = work % g.slots;
   const double waves = double(full) + (rest > 0 ? std::pow(double(rest) / double(g.slots), kTailExponent) : 0.0);
   double t = fit->launch_us + fit->k_step_us * waves * std::ceil(k_steps / splits);
-  if (splits > 1) t += kSplitPassUs + kPartialBytesWeight * 2.0 * splits * double(s.M) * double(s.N) * 4.0 / kHbmBytesPerUs;
+  if (splits > 1) {
+    const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
+    t += kSplitPassUs + kPartialBytesWeight * partial_bytes / kHbmBytesPerUs;
+  }
   return t;
 }
 
