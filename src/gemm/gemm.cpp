@@ -482,7 +482,7 @@ Candidate best_division(const GemmShape& s, GemmConfig cfg, int sms) {
 // 512-4095 where the best config of each shape ran 0.92x and 0.93x: a ragged last wave costs a
 // persistent kernel less than a whole wave (a CTA with one tile left runs it at more than its
 // share of the SM), a tile's fixed cost matters on short K loops, and the swapped and unswapped
-// tiles' scores were not on one scale. So the plain GEMM compares configs by predicted time instead,
+// tiles' scores were not on one scale. So the plain GEMM compares configs by predicted time,
 //     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
 // (a K step: 64 columns, of a slice where K is split) plus, for a split, the summing pass and
 // its partial sums' traffic, and for stream-K its fixup. Each config's division is the one its

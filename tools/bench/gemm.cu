@@ -517,8 +517,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
 
   // ---- 2b'. every config alone ----------------------------------------------------------------
   // Each allowed config exactly as the rule would run it were it the only one allowed (its best
-  // division, the order of the use measured), against cuBLAS: the table the priors that choose
-  // between configs are fitted to.
+  // division, the order of the use measured), against cuBLAS: the table the plain GEMM's
+  // predicted times are fitted to.
   if (args.has("alone")) {
     std::printf("\n== every config as the rule runs it alone (%d samples each, paired with cuBLAS) ==\n",
                 sweep_samples);
