@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
+#include "plain_plan.hpp"
 #include "tilelink/gemm/hooks.cuh"
 #include "tilelink/core/error.hpp"
 
@@ -533,6 +535,77 @@ double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   return t;
 }
 
+// ---- plain GEMMs of fewer than 64 rows: predicted time of every division ----------------------
+// Bound by streaming B (N x K) through narrow swapped tiles. The scores above pick the config
+// and the slice count apart, and on three sets of random shapes of M = 1-63 (60, 60 and 82
+// shapes, every config at every slice count measured) their picks ran 0.948x, 0.910x and 0.929x
+// cuBLASLt where the best measured division of each shape ran 1.007x, 0.964x and 0.979x
+// (docs/PERF.md, "a time model for fewer than 64 rows"). So the plain GEMM predicts every
+// division of the configs below, whole or in the slice counts split_k_reduce may run,
+//     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
+//         + kFewRowsBytesWeight x bytes streamed / HBM rate [+ pass + partial sums' traffic]
+// (B is streamed once per tile column where it does not fit in L2), and runs the fastest.
+// Fitted by weighted least squares on two of the sets and checked on the third, its picks ran
+// 0.982x, 0.936x and 0.936x; the constants below are fitted on all three. The 64x16 variants
+// (128-column K tile, 4x1 cluster) and the 128x32 tile are chosen here only.
+struct FewRowsTime {
+  GemmConfig config;
+  double launch_us, k_step_us;  // k_step_us: 64 columns of K, one whole wave
+};
+constexpr FewRowsTime kFewRowsTimes[] = {
+    {GemmConfig::ppba_64x16_c1x1, 2.95, 0.1378},     {GemmConfig::ppba_64x32_c1x1, 3.02, 0.1622},
+    {GemmConfig::skba_128x64_c1x1, 2.62, 0.3291},    {GemmConfig::ppba_128x32_c1x1, 3.00, 0.2689},
+    {GemmConfig::ppba_64x16x128_c1x1, 2.96, 0.1258}, {GemmConfig::ppba_64x16_c4x1, 2.99, 0.1327},
+};
+constexpr double kFewRowsBytesWeight = 0.330;   // x the operands' bytes streamed, at 4 TB/s
+constexpr double kFewRowsPassUs = 3.34;         // the summing pass
+constexpr double kFewRowsPartialWeight = 2.30;  // x the partial sums' bytes (written, read), at 4 TB/s
+
+// Configs the few-rows model alone chooses (the scores above have no priors for them).
+bool few_rows_only(GemmConfig cfg) {
+  return cfg == GemmConfig::ppba_64x16x128_c1x1 || cfg == GemmConfig::ppba_64x16_c4x1 ||
+         cfg == GemmConfig::ppba_128x32_c1x1;
+}
+
+double few_rows_time_us(const GemmShape& s, const FewRowsTime& fit, int splits, int sms) {
+  const GemmConfigInfo& c = config_info(fit.config);
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t work = g.units * splits, full = work / g.slots, rest = work % g.slots;
+  const double waves = double(full) + (rest > 0 ? std::pow(double(rest) / double(g.slots), kTailExponent) : 0.0);
+  const int64_t slice_k = splits > 1 ? k_slices(s.K, splits).slice_k : s.K;
+  const double k_steps = double((slice_k + c.tile_k - 1) / c.tile_k) * c.tile_k / 64.0;
+  const int64_t columns = swapped_columns(s, c);
+  const int64_t tile_rows = g.units / columns;  // tiles along B's rows, each reading all of A
+  double b_bytes = double(s.N) * double(s.K) * 2.0;
+  if (b_bytes > kL2Bytes) b_bytes *= double(columns);
+  const double a_bytes = double(s.M) * double(s.K) * 2.0 * double(tile_rows);
+  double t = fit.launch_us + fit.k_step_us * waves * k_steps + kFewRowsBytesWeight * (a_bytes + b_bytes) / kHbmBytesPerUs;
+  if (splits > 1) {
+    const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
+    t += kFewRowsPassUs + kFewRowsPartialWeight * partial_bytes / kHbmBytesPerUs;
+  }
+  return t;
+}
+
+// The fastest predicted division among the allowed few-rows configs; nullopt if none is allowed.
+std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int sms) {
+  std::optional<GemmPlan> best;
+  double best_us = 0.0;
+  for (const FewRowsTime& fit : kFewRowsTimes) {
+    const GemmConfigInfo& c = config_info(fit.config);
+    if (!(allowed & config_bit(fit.config)) || c.cluster_m * c.cluster_n > sms) continue;
+    auto consider = [&](GemmPlan plan, double us) {
+      if (!best || us < best_us * (1.0 - 1e-9)) best = plan, best_us = us;
+    };
+    consider(GemmPlan{fit.config}, few_rows_time_us(s, fit, 1, sms));
+    const ReduceSplits split =
+        best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / few_rows_time_us(s, fit, splits, sms); });
+    if (split.splits >= 2)
+      consider(GemmPlan{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits}, 1.0 / split.score);
+  }
+  return best;
+}
+
 }  // namespace
 
 GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
@@ -547,12 +620,15 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
   TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
   if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
   const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
+  // Below 64 rows the plain GEMM takes the few-rows model's plan when one of its configs is allowed.
+  std::optional<GemmPlan> few =
+      use == PlanUse::plain && s.M < kTimedMinRows ? few_rows_plan(s, allowed, sms) : std::nullopt;
   Candidate best{GemmPlan{}, -1.0};
   double best_us = -1.0;
-  for (int i = 0; i < kNumGemmConfigs; ++i) {
+  for (int i = 0; i < kNumGemmConfigs && !few; ++i) {
     const GemmConfigInfo& c = kGemmConfigInfo[i];
     if (!(allowed & (uint64_t(1) << i))) continue;
-    if (c.cluster_m * c.cluster_n > sms) continue;
+    if (c.cluster_m * c.cluster_n > sms || few_rows_only(static_cast<GemmConfig>(i))) continue;
     const Candidate cand = best_division(s, static_cast<GemmConfig>(i), sms);
     const double us = timed && cand.score > 0.0 ? plain_time_us(s, cand.plan, sms) : -1.0;
     if (us > 0.0) {
@@ -562,8 +638,10 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
       best = cand;
     }
   }
-  TL_REQUIRE(best.score >= 0, "gemm: no allowed config fits an SM budget of ", sms);
-  GemmPlan plan = best.plan;
+  // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).
+  if (!few && best.score < 0) few = few_rows_plan(s, allowed, sms);
+  TL_REQUIRE(best.score >= 0 || few, "gemm: no allowed config fits an SM budget of ", sms);
+  GemmPlan plan = few ? *few : best.plan;
   const GemmConfigInfo& chosen = config_info(plan.config);
   if (use == PlanUse::plain) {
     // Walk the shorter tile dimension first: a wave then holds every tile that shares a slice of
@@ -665,9 +743,36 @@ LaunchWorkspace::~LaunchWorkspace() {
 }
 }  // namespace detail
 // ---- run-time dtype entry point ----------------------------------------------------------
+namespace detail {
+
+GemmPlan plain_plan(const GemmShape& shape, DType dtype, int sm_budget) {
+  const GemmShape s = packed(shape);
+  int sms = sm_budget;
+  if (sms <= 0) {
+    int device = 0;
+    sms = cudaGetDevice(&device) == cudaSuccess ? device_sm_count(device) : 132;
+  }
+  struct Entry {
+    int64_t key[7];
+    GemmPlan plan;
+  };
+  const int64_t key[7] = {s.M, s.N, s.K, s.lda, s.ldb, s.ldd, sms};
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the key
+  for (int64_t v : key) h = (h ^ uint64_t(v)) * 1099511628211ull;
+  thread_local Entry cache[16] = {};  // an all-zero key is never a real one (sms >= 1)
+  Entry& e = cache[h % 16];
+  if (std::memcmp(e.key, key, sizeof key) != 0) {
+    e.plan = choose_config(s, dtype, sms, kPlainConfigMask, PlanUse::plain);
+    std::memcpy(e.key, key, sizeof key);
+  }
+  return e.plan;
+}
+
+}  // namespace detail
+
 void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, const GemmPlan* plan,
           int sm_budget, cudaStream_t stream) {
-  const GemmPlan p = plan ? *plan : choose_config(shape, dtype, sm_budget, kPlainConfigMask, PlanUse::plain);
+  const GemmPlan p = plan ? *plan : detail::plain_plan(shape, dtype, sm_budget);
   switch (dtype) {
     case DType::bf16: {
       GemmArgs<__nv_bfloat16> a{static_cast<const __nv_bfloat16*>(A), static_cast<const __nv_bfloat16*>(B),
