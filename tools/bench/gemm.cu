@@ -9,7 +9,7 @@
 //                                       multiples of 8 in 256-32768; --seed S, else a fresh seed,
 //                                       printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
-//        --configs a,b,c (sweep subset)  --sets N (input buffer sets, >= 2)  --sm-budget N
+//        --configs a,b,c (only these in --sweep, --divisions, --alone and --orders)  --sets N (input buffer sets, >= 2)  --sm-budget N
 //        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only, in their order)
 //        --fused-order (the plain GEMM's configs in the fused ops' tile order)
 //        --divisions (every lib config, and every plain config at each work division, too)
@@ -245,6 +245,20 @@ std::vector<double> measure(Timer& t, const std::vector<Launch>& cands, int samp
   return med;
 }
 
+// The configs named in a comma-separated list (all of them for an empty one); an unknown name
+// is an error, not an empty table.
+uint64_t named_configs(const std::string& list) {
+  if (list.empty()) return ~uint64_t(0);
+  uint64_t bits = 0;
+  std::stringstream names(list);
+  for (std::string name; std::getline(names, name, ',');) {
+    GemmConfig c{};
+    TL_REQUIRE(parse_config(name, &c), "gemm bench: --configs: unknown config '", name, "'");
+    bits |= config_bit(c);
+  }
+  return bits;
+}
+
 double tflops(const BenchShape& s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 1e-3) / 1e12; }
 
 std::string plan_str(const GemmPlan& p) {
@@ -327,6 +341,12 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   const uint64_t mask = args.has("lib-only") ? kLibConfigMask : kPlainConfigMask;
   // --fused-order: the plain set in the fused ops' tile order (measures the plain order rule).
   const PlanUse use = args.has("lib-only") || args.has("fused-order") ? PlanUse::fused_op : PlanUse::plain;
+  // --configs: the configs the per-config tables measure (the rule's own pick still chooses among `mask`).
+  const uint64_t named = named_configs(args.get("configs", ""));
+  // A config as the rule would run it were it the only one allowed.
+  const auto alone = [&](const BenchShape& s, GemmConfig c, PlanUse u) {
+    return choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, config_bit(c), u);
+  };
   Csv csv(args.get("csv", ""));
 
   cudaStream_t st;
@@ -389,21 +409,12 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     std::printf("\n--sweep: this binary was built without tilelink_gemm_sweep; only `lib` configs are swept\n");
 #endif
     std::vector<GemmConfig> cfgs;
-    const std::string only = args.get("configs", "");
     for (int i = 0; i < kNumGemmConfigs; ++i) {
       const GemmConfig c = static_cast<GemmConfig>(i);
 #if !defined(TILELINK_GEMM_HAVE_SWEEP)
       if (config_info(c).set != GemmConfigSet::lib) continue;
 #endif
-      if (!only.empty()) {
-        std::string list = ",", name = ",";
-        list += only;
-        list += ",";
-        name += config_name(c);
-        name += ",";
-        if (list.find(name) == std::string::npos) continue;
-      }
-      cfgs.push_back(c);
+      if (named >> i & 1u) cfgs.push_back(c);
     }
     const Raster rasters[] = {Raster::along_n, Raster::along_m};
     const int swizzles[] = {1, 2, 4, 8};
@@ -485,7 +496,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   };
 
   // ---- 2b. work divisions of the plain configs ------------------------------------------------
-  // Each `lib` config data-parallel; each `plain` config data-parallel and split 2-16 ways with a
+  // Each `lib` config data-parallel; each `plain` config data-parallel and split 2-32 ways with a
   // separate sum, and those on the stream-K scheduler split 2/4/8/16 ways (where K allows >= 256
   // per slice) and stream-K, against cuBLAS: the table the split rules and the plain priors are fitted to.
   if (args.has("divisions")) {
@@ -496,17 +507,17 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       std::vector<GemmPlan> plans;
       for (int i = 0; i < kNumGemmConfigs; ++i) {
         const GemmConfig c = static_cast<GemmConfig>(i);
+        if (!(named >> i & 1u)) continue;
         // The lib configs as the heuristic would run them alone (its raster and swizzle).
         if (config_info(c).set == GemmConfigSet::lib && (mask >> i & 1u))
-          plans.push_back(
-              choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i, use));
+          plans.push_back(alone(s, c, use));
         if (config_info(c).set != GemmConfigSet::plain) continue;
         const bool stream_k_scheduler = config_info(c).schedule == GemmSchedule::sk;
         plans.push_back(GemmPlan{c});
         for (int sp : {2, 4, 8, 16})
           if (stream_k_scheduler && s.K / sp >= 256)
             plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
-        for (int sp = 2; sp <= 16; ++sp)
+        for (int sp = 2; sp <= kMaxSplits; ++sp)
           if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, sp});
         if (stream_k_scheduler) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
       }
@@ -527,9 +538,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       Buffers b(s, sets);
       std::vector<GemmPlan> plans;
       for (int i = 0; i < kNumGemmConfigs; ++i)
-        if (mask >> i & 1u)
-          plans.push_back(
-              choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i, use));
+        if ((mask & named) >> i & 1u) plans.push_back(alone(s, static_cast<GemmConfig>(i), use));
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
       measure_plans("alone", s, b, plans, " chosen " + plan_str(chosen));
     }
@@ -545,9 +554,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       Buffers b(s, sets);
       std::vector<GemmPlan> plans;
       for (int i = 0; i < kNumGemmConfigs; ++i) {
-        if (!(mask >> i & 1u)) continue;
-        const GemmPlan base =
-            choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, uint64_t(1) << i);
+        if (!((mask & named) >> i & 1u)) continue;
+        const GemmPlan base = alone(s, static_cast<GemmConfig>(i), PlanUse::fused_op);
         for (Raster r : {Raster::along_n, Raster::along_m})
           for (int sw : {1, 2, 4}) {
             GemmPlan p = base;
