@@ -579,7 +579,8 @@ double few_rows_time_us(const GemmShape& s, const FewRowsTime& fit, int splits, 
   double b_bytes = double(s.N) * double(s.K) * 2.0;
   if (b_bytes > kL2Bytes) b_bytes *= double(columns);
   const double a_bytes = double(s.M) * double(s.K) * 2.0 * double(tile_rows);
-  double t = fit.launch_us + fit.k_step_us * waves * k_steps + kFewRowsBytesWeight * (a_bytes + b_bytes) / kHbmBytesPerUs;
+  double t = fit.launch_us + fit.k_step_us * waves * k_steps;
+  t += kFewRowsBytesWeight * (a_bytes + b_bytes) / kHbmBytesPerUs;
   if (splits > 1) {
     const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
     t += kFewRowsPassUs + kFewRowsPartialWeight * partial_bytes / kHbmBytesPerUs;
@@ -600,8 +601,10 @@ std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int 
     consider(GemmPlan{fit.config}, few_rows_time_us(s, fit, 1, sms));
     const ReduceSplits split =
         best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / few_rows_time_us(s, fit, splits, sms); });
-    if (split.splits >= 2)
-      consider(GemmPlan{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits}, 1.0 / split.score);
+    if (split.splits >= 2) {
+      const GemmPlan sliced{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits};
+      consider(sliced, 1.0 / split.score);
+    }
   }
   return best;
 }

@@ -62,7 +62,9 @@ g::GemmPlan plain(int64_t m, int64_t n, int64_t k, int sms = 132) {
   return g::choose_config(g::packed({m, n, k}), DType::bf16, sms, g::kPlainConfigMask, g::PlanUse::plain);
 }
 
-bool tile_64x16(const g::GemmConfigInfo& c) { return c.operands == g::GemmOperands::ba && c.tile_m == 64 && c.tile_n == 16; }
+bool tile_64x16(const g::GemmConfigInfo& c) {
+  return c.operands == g::GemmOperands::ba && c.tile_m == 64 && c.tile_n == 16;
+}
 
 TEST(GemmHeuristic, FewRowsTakeANarrowSwappedTile) {
   // All of M in one column of a swapped tile as narrow as M, 64 weight rows per tile (one of the

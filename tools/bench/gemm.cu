@@ -9,7 +9,8 @@
 //                                       multiples of 8 in 256-32768; --seed S, else a fresh seed,
 //                                       printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
-//        --configs a,b,c (only these in --sweep, --divisions, --alone and --orders)  --sets N (input buffer sets, >= 2)  --sm-budget N
+//        --configs a,b,c (only these in --sweep, --divisions, --alone and --orders)
+//        --sets N (input buffer sets, >= 2)  --sm-budget N
 //        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only, in their order)
 //        --fused-order (the plain GEMM's configs in the fused ops' tile order)
 //        --divisions (every lib config, and every plain config at each work division, too)
