@@ -503,6 +503,12 @@ struct PlainTime {
   GemmConfig config;
   double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
 };
+// Full waves plus the last wave's fill ^ kTailExponent: `work` units on `slots` persistent CTAs.
+double waves_with_tail(int64_t work, int64_t slots) {
+  const int64_t full = work / slots, rest = work % slots;
+  return double(full) + (rest > 0 ? std::pow(double(rest) / double(slots), kTailExponent) : 0.0);
+}
+
 constexpr PlainTime kPlainTimes[] = {
     {GemmConfig::coop_128x256_c2x1, 4.33, 0.812}, {GemmConfig::coop_128x256_c1x1, 4.10, 0.903},
     {GemmConfig::pp_128x192_c2x1, 4.58, 0.617},   {GemmConfig::pp_128x128_c2x1, 3.88, 0.470},
@@ -525,8 +531,7 @@ double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   if (plan.decomposition == Decomposition::stream_k)
     return fit->launch_us + fit->k_step_us * double(g.units) * std::ceil(k_steps) / double(g.slots) + kStreamKFixupUs;
   const int splits = plan.decomposition == Decomposition::data_parallel ? 1 : plan.splits;
-  const int64_t work = g.units * splits, full = work / g.slots, rest = work % g.slots;
-  const double waves = double(full) + (rest > 0 ? std::pow(double(rest) / double(g.slots), kTailExponent) : 0.0);
+  const double waves = waves_with_tail(g.units * splits, g.slots);
   double t = fit->launch_us + fit->k_step_us * waves * std::ceil(k_steps / splits);
   if (splits > 1) {
     const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
@@ -570,8 +575,7 @@ bool few_rows_only(GemmConfig cfg) {
 double few_rows_time_us(const GemmShape& s, const FewRowsTime& fit, int splits, int sms) {
   const GemmConfigInfo& c = config_info(fit.config);
   const GridCount g = grid_count(s, c, sms);
-  const int64_t work = g.units * splits, full = work / g.slots, rest = work % g.slots;
-  const double waves = double(full) + (rest > 0 ? std::pow(double(rest) / double(g.slots), kTailExponent) : 0.0);
+  const double waves = waves_with_tail(g.units * splits, g.slots);
   const int64_t slice_k = splits > 1 ? k_slices(s.K, splits).slice_k : s.K;
   const double k_steps = double((slice_k + c.tile_k - 1) / c.tile_k) * c.tile_k / 64.0;
   const int64_t columns = swapped_columns(s, c);
@@ -609,17 +613,20 @@ std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int 
   return best;
 }
 
+// The SMs a budget stands for: itself, or (<= 0) the current device's — the cached count, not a
+// driver query each time (the plain GEMM plans every call); without a usable device (a CPU-only
+// caller planning ahead), an H100/H200's 132.
+int budget_sms(int sm_budget) {
+  if (sm_budget > 0) return sm_budget;
+  int device = 0;
+  return cudaGetDevice(&device) == cudaSuccess ? detail::device_sm_count(device) : 132;
+}
+
 }  // namespace
 
 GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
   const GemmShape s = packed(shape);
-  int sms = sm_budget;
-  if (sms <= 0) {
-    // The plain GEMM plans every call: the cached count, not a driver query each time. Without a
-    // usable device (a CPU-only caller planning ahead), an H100/H200's 132.
-    int device = 0;
-    sms = cudaGetDevice(&device) == cudaSuccess ? detail::device_sm_count(device) : 132;
-  }
+  const int sms = budget_sms(sm_budget);
   TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
   if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
   const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
@@ -750,11 +757,7 @@ namespace detail {
 
 GemmPlan plain_plan(const GemmShape& shape, DType dtype, int sm_budget) {
   const GemmShape s = packed(shape);
-  int sms = sm_budget;
-  if (sms <= 0) {
-    int device = 0;
-    sms = cudaGetDevice(&device) == cudaSuccess ? device_sm_count(device) : 132;
-  }
+  const int sms = budget_sms(sm_budget);
   struct Entry {
     int64_t key[7];
     GemmPlan plan;

@@ -262,7 +262,7 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
 }
 
 // Below 64 rows the plain GEMM predicts every division of the narrow swapped tiles (whole, or
-// 3-16 slices with a separate sum) and runs the fastest. Measured on one H200 against cuBLASLt,
+// 3-32 slices with a separate sum) and runs the fastest. Measured on one H200 against cuBLASLt,
 // every config at every slice count (docs/PERF.md, "a time model for fewer than 64 rows").
 TEST(GemmHeuristic, FewRowsChooseConfigAndSlicesByPredictedTime) {
   // 2 x 664 x 6216: 11 tiles of 64 weight rows; whole 13.7 us, 12 slices 7.9 us (cuBLASLt 7.0).
