@@ -289,6 +289,8 @@ struct SwappedRate {
 constexpr SwappedRate kWideSwappedRates[] = {
     {GemmConfig::ppba_128x96_c1x1, 4.3e6},  {GemmConfig::ppba_192x96_c1x1, 5.4e6},
     {GemmConfig::cpba_128x192_c1x1, 5.0e6}, {GemmConfig::cpba_256x160_c1x1, 4.6e6},
+    // The clustered twins: their division is chosen as the unclustered tile's would be.
+    {GemmConfig::ppba_128x96_c1x2, 4.3e6},  {GemmConfig::cpba_128x192_c2x1, 5.0e6},
 };
 
 // 0 for the narrow swapped tiles and every unswapped one.
@@ -339,6 +341,7 @@ constexpr Prior kPriors[] = {
     // (see kWideSwappedRates).
     {GemmConfig::ppba_128x96_c1x1, kWidePrior, kWidePrior},  {GemmConfig::ppba_192x96_c1x1, kWidePrior, kWidePrior},
     {GemmConfig::cpba_128x192_c1x1, kWidePrior, kWidePrior}, {GemmConfig::cpba_256x160_c1x1, kWidePrior, kWidePrior},
+    {GemmConfig::ppba_128x96_c1x2, kWidePrior, kWidePrior},  {GemmConfig::cpba_128x192_c2x1, kWidePrior, kWidePrior},
 };
 
 // A swapped tile holds tile_n of A's rows, so ceil(M / tile_n) tile columns each read all of B.
@@ -518,6 +521,9 @@ constexpr PlainTime kPlainTimes[] = {
     {GemmConfig::ppba_64x32_c1x1, 2.70, 0.198},   {GemmConfig::ppba_128x96_c1x1, 3.23, 0.462},
     {GemmConfig::ppba_192x96_c1x1, 3.78, 0.601},  {GemmConfig::cpba_128x192_c1x1, 3.24, 0.724},
     {GemmConfig::cpba_256x160_c1x1, 5.40, 1.355},
+    // The clustered twins, fitted with the others' constants held, on 60 random shapes of M 64-800
+    // (docs/PERF.md, "clustered wide swapped tiles").
+    {GemmConfig::ppba_128x96_c1x2, 3.35, 0.391},  {GemmConfig::cpba_128x192_c2x1, 3.58, 0.635},
 };
 
 // Predicted microseconds of `plan` on the shape; < 0 for a config without a fitted time.
@@ -566,10 +572,12 @@ constexpr double kFewRowsBytesWeight = 0.330;   // x the operands' bytes streame
 constexpr double kFewRowsPassUs = 3.34;         // the summing pass
 constexpr double kFewRowsPartialWeight = 2.30;  // x the partial sums' bytes (written, read), at 4 TB/s
 
-// Configs the few-rows model alone chooses (the scores above have no priors for them).
+// Configs the few-rows model alone chooses: its own, less those the scores above have priors for.
 bool few_rows_only(GemmConfig cfg) {
-  return cfg == GemmConfig::ppba_64x16x128_c1x1 || cfg == GemmConfig::ppba_64x16_c4x1 ||
-         cfg == GemmConfig::ppba_128x32_c1x1;
+  bool timed = false, prior = false;
+  for (const FewRowsTime& t : kFewRowsTimes) timed = timed || t.config == cfg;
+  for (const Prior& p : kPriors) prior = prior || p.config == cfg;
+  return timed && !prior;
 }
 
 double few_rows_time_us(const GemmShape& s, const FewRowsTime& fit, int splits, int sms) {

@@ -246,8 +246,14 @@ TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {
 // (every config as the rule runs it alone, against cuBLASLt): the grid-fill score's pick, then
 // the predicted-time pick, which was the fastest config measured.
 TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
-  // 177 x 32152 x 1616: pp_128x128_c2x1 0.63x, the wide swapped 128x192 tile 1.03x.
-  EXPECT_EQ(plain(177, 32152, 1616).config, g::GemmConfig::cpba_128x192_c1x1);
+  // 177 x 32152 x 1616: pp_128x128_c2x1 0.63x, the wide swapped 128x192 tile 1.03x, and in a
+  // 2x1 cluster (A's rows multicast to two weight tiles) 1.02x (1.01x unclustered in that run).
+  EXPECT_EQ(plain(177, 32152, 1616).config, g::GemmConfig::cpba_128x192_c2x1);
+  // The clustered 128x96 tile (each weight tile multicast to two column tiles of A's rows) where
+  // M spans two columns: 184 x 5992 x 1848 and 179 x 8008 x 3896 ran 1.28x and 1.35x faster
+  // than unclustered.
+  EXPECT_EQ(plain(184, 5992, 1848).config, g::GemmConfig::ppba_128x96_c1x2);
+  EXPECT_EQ(plain(179, 8008, 3896).config, g::GemmConfig::ppba_128x96_c1x2);
   // 287 x 5760 x 23488: pp_128x192_c2x1 0.51x, swapped 192x96 0.83x.
   EXPECT_EQ(plain(287, 5760, 23488).config, g::GemmConfig::ppba_192x96_c1x1);
   // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x.
