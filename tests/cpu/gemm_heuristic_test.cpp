@@ -1,4 +1,4 @@
-// The GEMM engine's config choice (src/gemm/gemm.cpp) on the shapes it was fitted to: the
+// The GEMM engine's config choice (src/gemm/heuristic/) on the shapes it was fitted to: the
 // reference TP shapes and decode-sized M (docs/PERF.md). Pure host logic: runs without a GPU
 // (the SM budget is given, so no device is queried).
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "tilelink/gemm/gemm.hpp"
-#include "gemm/plain_plan.hpp"
+#include "gemm/heuristic/plain_plan.hpp"
 
 namespace g = tilelink::gemm;
 using tilelink::DType;

@@ -1,0 +1,113 @@
+// choose_config: the engine's config heuristic over a mask of configs (docs/GEMM.md, "Heuristic"),
+// and the plain GEMM's per-thread cache of its plans. Pure functions of the shape, the mask and the
+// SM count, pinned by tests/cpu/gemm_heuristic_test.cpp.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <optional>
+
+#include "plain_plan.hpp"
+#include "grid.hpp"
+#include "scores.hpp"
+#include "time_models.hpp"
+#include "tilelink/core/error.hpp"
+
+namespace tilelink::gemm {
+
+using heuristic::best_division;
+using heuristic::Candidate;
+using heuristic::few_rows_only;
+using heuristic::few_rows_plan;
+using heuristic::KernelDims;
+using heuristic::kernel_dims;
+using heuristic::kTimedMaxRows;
+using heuristic::kTimedMinRows;
+using heuristic::plain_time_us;
+
+namespace {
+
+// The SMs a budget stands for: itself, or (<= 0) the current device's — the cached count, not a
+// driver query each time (the plain GEMM plans every call); without a usable device (a CPU-only
+// caller planning ahead), an H100/H200's 132.
+int budget_sms(int sm_budget) {
+  if (sm_budget > 0) return sm_budget;
+  int device = 0;
+  return cudaGetDevice(&device) == cudaSuccess ? detail::device_sm_count(device) : 132;
+}
+
+}  // namespace
+
+GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
+  const GemmShape s = packed(shape);
+  const int sms = budget_sms(sm_budget);
+  TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
+  if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
+  const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
+  // Below 64 rows the plain GEMM takes the few-rows model's plan when one of its configs is allowed.
+  std::optional<GemmPlan> few =
+      use == PlanUse::plain && s.M < kTimedMinRows ? few_rows_plan(s, allowed, sms) : std::nullopt;
+  Candidate best{GemmPlan{}, -1.0};
+  double best_us = -1.0;
+  for (int i = 0; i < kNumGemmConfigs && !few; ++i) {
+    const GemmConfigInfo& c = kGemmConfigInfo[i];
+    if (!(allowed & (uint64_t(1) << i))) continue;
+    if (c.cluster_m * c.cluster_n > sms || few_rows_only(static_cast<GemmConfig>(i))) continue;
+    const Candidate cand = best_division(s, static_cast<GemmConfig>(i), sms);
+    const double us = timed && cand.score > 0.0 ? plain_time_us(s, cand.plan, sms) : -1.0;
+    if (us > 0.0) {
+      // Timed candidates beat untimed ones (configs without a fitted time: the sweep set).
+      if (best_us < 0.0 || us < best_us * (1.0 - 1e-9)) best = cand, best_us = us;
+    } else if (best_us < 0.0 && cand.score > best.score + 1e-9) {
+      best = cand;
+    }
+  }
+  // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).
+  if (!few && best.score < 0) few = few_rows_plan(s, allowed, sms);
+  TL_REQUIRE(best.score >= 0 || few, "gemm: no allowed config fits an SM budget of ", sms);
+  GemmPlan plan = few ? *few : best.plan;
+  const GemmConfigInfo& chosen = config_info(plan.config);
+  if (use == PlanUse::plain) {
+    // Walk the shorter tile dimension first: a wave then holds every tile that shares a slice of
+    // the larger operand, which is read from memory once. Swizzle 1: wider groups lost up to
+    // half the speed on some random shapes and won little on the others (docs/PERF.md).
+    const KernelDims d = kernel_dims(s, chosen);
+    const int64_t tiles_m = (d.m + chosen.tile_m - 1) / chosen.tile_m, tiles_n = (d.n + chosen.tile_n - 1) / chosen.tile_n;
+    plan.raster = tiles_n > tiles_m ? Raster::along_m : Raster::along_n;
+    plan.swizzle = 1;
+    return plan;
+  }
+  // Fused ops: the sweep's most robust setting per kernel (geometric mean and worst case over the
+  // reference shapes, docs/GEMM.md): along_n with swizzle 2 (0.96-0.99 mean, >= 0.80 worst),
+  // except the 1x2-cluster ping-pong, which prefers along_m (0.978 mean).
+  plan.raster = chosen.schedule == GemmSchedule::pp && chosen.cluster_n > 1 ? Raster::along_m : Raster::along_n;
+  // One row of clusters (decode-sized M): swizzle 2 left half the persistent grid idle there
+  // (M = 256, pp_128x128_c2x1: 0.61x cuBLAS with swizzle 2, 0.93x with 1). Split and stream-K
+  // grids are short by construction: no swizzle.
+  const bool one_cluster_row = kernel_dims(s, chosen).m <= int64_t(chosen.tile_m) * chosen.cluster_m;
+  plan.swizzle = one_cluster_row || plan.decomposition != Decomposition::data_parallel ? 1 : 2;
+  return plan;
+}
+
+namespace detail {
+
+GemmPlan plain_plan(const GemmShape& shape, DType dtype, int sm_budget) {
+  const GemmShape s = packed(shape);
+  const int sms = budget_sms(sm_budget);
+  struct Entry {
+    int64_t key[7];
+    GemmPlan plan;
+  };
+  const int64_t key[7] = {s.M, s.N, s.K, s.lda, s.ldb, s.ldd, sms};
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the key
+  for (int64_t v : key) h = (h ^ uint64_t(v)) * 1099511628211ull;
+  thread_local Entry cache[16] = {};  // an all-zero key is never a real one (sms >= 1)
+  Entry& e = cache[h % 16];
+  if (std::memcmp(e.key, key, sizeof key) != 0) {
+    e.plan = choose_config(s, dtype, sms, kPlainConfigMask, PlanUse::plain);
+    std::memcpy(e.key, key, sizeof key);
+  }
+  return e.plan;
+}
+
+}  // namespace detail
+}  // namespace tilelink::gemm

@@ -1,0 +1,74 @@
+// The GEMM heuristic's shared vocabulary (private to the engine): a config's grid on the shape,
+// the machine's bandwidths, and which slice counts a split with a separate sum may run.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tilelink/gemm/gemm.hpp"
+
+namespace tilelink::gemm::heuristic {
+
+constexpr double kHbmBytesPerUs = 4.0e6;  // 4 TB/s
+constexpr double kL2Bytes = 40.0 * 1024 * 1024;
+
+// The kernel's own (M, N): swapped configs run over (N, M).
+struct KernelDims {
+  int64_t m, n;
+};
+inline KernelDims kernel_dims(const GemmShape& s, const GemmConfigInfo& c) {
+  return c.operands == GemmOperands::ba ? KernelDims{s.N, s.M} : KernelDims{s.M, s.N};
+}
+
+struct GridCount {
+  int64_t units, slots, unit_rows, unit_cols;
+};
+inline GridCount grid_count(const GemmShape& s, const GemmConfigInfo& c, int sms) {
+  const KernelDims d = kernel_dims(s, c);
+  const int64_t rows = int64_t(c.tile_m) * c.cluster_m, cols = int64_t(c.tile_n) * c.cluster_n;
+  const int64_t units = ((d.m + rows - 1) / rows) * ((d.n + cols - 1) / cols);
+  return {units, std::max<int64_t>(1, sms / (c.cluster_m * c.cluster_n)), rows, cols};
+}
+
+// A swapped tile holds tile_n of A's rows, so ceil(M / tile_n) tile columns each read all of B.
+inline int64_t swapped_columns(const GemmShape& s, const GemmConfigInfo& c) { return (s.M + c.tile_n - 1) / c.tile_n; }
+
+// split_k_reduce: the slices run as one batched launch writing fp32 partial sums, one more pass
+// adds them. No chain, so a short grid can split K many ways — but the extra pass (a launch, the
+// partial sums written and read: the cost each score charges for it) must pay, so
+// K >= kMinReduceDepth, slices of at least kMinReduceSliceK and at least kMinReduceSplits of them;
+// the count is the best-scoring one, not simply the largest. Measured on grids of 2-13 tiles with
+// K of 2072-4240 (docs/PERF.md): 3-13 slices ran 1.4-2.3x faster than whole tiles; 2 slices lost
+// every time (0.45-0.64x cuBLASLt against 0.49-0.80x whole), the pass costing more than half a
+// short K loop saves. (Swapped tiles over few rows are scored by swapped_time_score instead.)
+// Slices are whole 8-element steps; the pass multiplies the columns left over (k_slices: fewer
+// than 8 x splits) on CUDA cores, so that tail is kept to a few hundred thousand products per
+// pass — small next to the 3-10 us such GEMMs take.
+constexpr int64_t kMinReduceDepth = 2048;
+constexpr int64_t kMinReduceSliceK = 256;
+constexpr int64_t kMinReduceSplits = 3;
+constexpr double kMaxPartialBytes = 256.0 * 1024 * 1024;
+constexpr double kMaxTailProducts = 4.0 * 1024 * 1024;
+
+// Among the slice counts split_k_reduce may run for the shape, the one `score(splits)` rates best,
+// with its score; {1, 0} when none may run.
+struct ReduceSplits {
+  int splits = 1;
+  double score = 0.0;
+};
+template <class Score>
+ReduceSplits best_reduce_splits(const GemmShape& s, const GemmConfigInfo& c, int sms, Score score) {
+  ReduceSplits best;
+  if (s.K < kMinReduceDepth) return best;
+  const GridCount g = grid_count(s, c, sms);
+  const int64_t cap = std::min({g.slots / std::max<int64_t>(1, g.units), s.K / kMinReduceSliceK, int64_t(kMaxSplits)});
+  for (int64_t splits = kMinReduceSplits; splits <= cap; ++splits) {
+    if (double(k_slices(s.K, int(splits)).tail) * double(s.M) * double(s.N) > kMaxTailProducts) continue;
+    if (double(splits) * double(s.M) * double(s.N) * 4.0 > kMaxPartialBytes) continue;
+    const double v = score(int(splits));
+    if (v > best.score + 1e-9) best = {int(splits), v};
+  }
+  return best;
+}
+
+}  // namespace tilelink::gemm::heuristic

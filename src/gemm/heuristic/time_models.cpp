@@ -1,0 +1,154 @@
+// The plain GEMM's predicted times: at 64-4095 rows per config (its division from the score), and
+// below 64 rows for every division of the narrow swapped tiles.
+#include "time_models.hpp"
+
+#include <cmath>
+
+#include "grid.hpp"
+#include "scores.hpp"
+
+namespace tilelink::gemm::heuristic {
+namespace {
+
+// ---- plain GEMMs of 64-4095 rows: predicted time --------------------------------------------
+// There the grid-fill score (scores.cpp) chose poorly: on 140 random shapes of M = 64-16383 (every
+// config as the rule runs it alone, `tilelink-bench gemm --alone`; docs/PERF.md, "a time model
+// for the plain GEMM's middle rows") its picks ran 0.82x cuBLASLt at 64-511 rows and 0.88x at
+// 512-4095 where the best config of each shape ran 0.92x and 0.93x: a ragged last wave costs a
+// persistent kernel less than a whole wave (a CTA with one tile left runs it at more than its
+// share of the SM), a tile's fixed cost matters on short K loops, and the swapped and unswapped
+// tiles' scores were not on one scale. So the plain GEMM compares configs by predicted time,
+//     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
+// (a K step: 64 columns, of a slice where K is split) plus, for a split, the summing pass and
+// its partial sums' traffic, and for stream-K its fixup. Each config's division is the one its
+// score picks. Fitted by weighted least squares on measured times of 200 random shapes of
+// M = 1-16383; out of sample (fitted on half, checked on the other half, five ways) it chose
+// 0.887x against the score's 0.816x at 64-511 rows and 0.899x against 0.882x at 512-4095, but
+// 0.879x against 0.880x below 64 and 0.904x against 0.932x from 4096 (where the priors were fitted
+// to the reference shapes): so it chooses in 64-4095 rows only.
+constexpr double kTailExponent = 0.25;
+constexpr double kSplitPassUs = 4.90;         // the summing pass or the chained fixups
+constexpr double kPartialBytesWeight = 0.754;  // x the partial sums' bytes (written, read) at 4 TB/s
+constexpr double kStreamKFixupUs = 12.5;
+struct PlainTime {
+  GemmConfig config;
+  double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
+};
+// Full waves plus the last wave's fill ^ kTailExponent: `work` units on `slots` persistent CTAs.
+double waves_with_tail(int64_t work, int64_t slots) {
+  const int64_t full = work / slots, rest = work % slots;
+  return double(full) + (rest > 0 ? std::pow(double(rest) / double(slots), kTailExponent) : 0.0);
+}
+
+constexpr PlainTime kPlainTimes[] = {
+    {GemmConfig::coop_128x256_c2x1, 4.33, 0.812}, {GemmConfig::coop_128x256_c1x1, 4.10, 0.903},
+    {GemmConfig::pp_128x192_c2x1, 4.58, 0.617},   {GemmConfig::pp_128x128_c2x1, 3.88, 0.470},
+    {GemmConfig::pp_128x128_c1x2, 4.06, 0.465},   {GemmConfig::pp_64x128_c2x1, 3.36, 0.294},
+    {GemmConfig::sk_128x256_c2x1, 4.83, 0.795},   {GemmConfig::sk_128x128_c1x1, 2.71, 0.571},
+    {GemmConfig::skba_128x64_c1x1, 2.25, 0.404},  {GemmConfig::ppba_64x16_c1x1, 2.79, 0.163},
+    {GemmConfig::ppba_64x32_c1x1, 2.70, 0.198},   {GemmConfig::ppba_128x96_c1x1, 3.23, 0.462},
+    {GemmConfig::ppba_192x96_c1x1, 3.78, 0.601},  {GemmConfig::cpba_128x192_c1x1, 3.24, 0.724},
+    {GemmConfig::cpba_256x160_c1x1, 5.40, 1.355},
+    // The clustered twins, fitted with the others' constants held, on 60 random shapes of M 64-800
+    // (docs/PERF.md, "clustered wide swapped tiles").
+    {GemmConfig::ppba_128x96_c1x2, 3.35, 0.391},  {GemmConfig::cpba_128x192_c2x1, 3.58, 0.635},
+};
+
+}  // namespace
+
+double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
+  const PlainTime* fit = nullptr;
+  for (const PlainTime& t : kPlainTimes)
+    if (t.config == plan.config) fit = &t;
+  if (fit == nullptr) return -1.0;
+  const GridCount g = grid_count(s, config_info(plan.config), sms);
+  const double k_steps = double(s.K) / 64.0;
+  if (plan.decomposition == Decomposition::stream_k)
+    return fit->launch_us + fit->k_step_us * double(g.units) * std::ceil(k_steps) / double(g.slots) + kStreamKFixupUs;
+  const int splits = plan.decomposition == Decomposition::data_parallel ? 1 : plan.splits;
+  const double waves = waves_with_tail(g.units * splits, g.slots);
+  double t = fit->launch_us + fit->k_step_us * waves * std::ceil(k_steps / splits);
+  if (splits > 1) {
+    const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
+    t += kSplitPassUs + kPartialBytesWeight * partial_bytes / kHbmBytesPerUs;
+  }
+  return t;
+}
+
+// ---- plain GEMMs of fewer than 64 rows: predicted time of every division ----------------------
+// Bound by streaming B (N x K) through narrow swapped tiles. The scores pick the config
+// and the slice count apart, and on three sets of random shapes of M = 1-63 (60, 60 and 82
+// shapes, every config at every slice count measured) their picks ran 0.948x, 0.910x and 0.929x
+// cuBLASLt where the best measured division of each shape ran 1.007x, 0.964x and 0.979x
+// (docs/PERF.md, "a time model for fewer than 64 rows"). So the plain GEMM predicts every
+// division of the configs below, whole or in the slice counts split_k_reduce may run,
+//     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
+//         + kFewRowsBytesWeight x bytes streamed / HBM rate [+ pass + partial sums' traffic]
+// (B is streamed once per tile column where it does not fit in L2), and runs the fastest.
+// Fitted by weighted least squares on two of the sets and checked on the third, its picks ran
+// 0.982x, 0.936x and 0.936x; the constants below are fitted on all three. The 64x16 variants
+// (128-column K tile, 4x1 cluster) and the 128x32 tile are chosen here only.
+namespace {
+struct FewRowsTime {
+  GemmConfig config;
+  double launch_us, k_step_us;  // k_step_us: 64 columns of K, one whole wave
+};
+constexpr FewRowsTime kFewRowsTimes[] = {
+    {GemmConfig::ppba_64x16_c1x1, 2.95, 0.1378},     {GemmConfig::ppba_64x32_c1x1, 3.02, 0.1622},
+    {GemmConfig::skba_128x64_c1x1, 2.62, 0.3291},    {GemmConfig::ppba_128x32_c1x1, 3.00, 0.2689},
+    {GemmConfig::ppba_64x16x128_c1x1, 2.96, 0.1258}, {GemmConfig::ppba_64x16_c4x1, 2.99, 0.1327},
+};
+constexpr double kFewRowsBytesWeight = 0.330;   // x the operands' bytes streamed, at 4 TB/s
+constexpr double kFewRowsPassUs = 3.34;         // the summing pass
+constexpr double kFewRowsPartialWeight = 2.30;  // x the partial sums' bytes (written, read), at 4 TB/s
+
+
+double few_rows_time_us(const GemmShape& s, const FewRowsTime& fit, int splits, int sms) {
+  const GemmConfigInfo& c = config_info(fit.config);
+  const GridCount g = grid_count(s, c, sms);
+  const double waves = waves_with_tail(g.units * splits, g.slots);
+  const int64_t slice_k = splits > 1 ? k_slices(s.K, splits).slice_k : s.K;
+  const double k_steps = double((slice_k + c.tile_k - 1) / c.tile_k) * c.tile_k / 64.0;
+  const int64_t columns = swapped_columns(s, c);
+  const int64_t tile_rows = g.units / columns;  // tiles along B's rows, each reading all of A
+  double b_bytes = double(s.N) * double(s.K) * 2.0;
+  if (b_bytes > kL2Bytes) b_bytes *= double(columns);
+  const double a_bytes = double(s.M) * double(s.K) * 2.0 * double(tile_rows);
+  double t = fit.launch_us + fit.k_step_us * waves * k_steps;
+  t += kFewRowsBytesWeight * (a_bytes + b_bytes) / kHbmBytesPerUs;
+  if (splits > 1) {
+    const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
+    t += kFewRowsPassUs + kFewRowsPartialWeight * partial_bytes / kHbmBytesPerUs;
+  }
+  return t;
+}
+
+}  // namespace
+
+bool few_rows_only(GemmConfig cfg) {
+  bool timed = false;
+  for (const FewRowsTime& t : kFewRowsTimes) timed = timed || t.config == cfg;
+  return timed && !has_fitted_prior(cfg);
+}
+
+std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int sms) {
+  std::optional<GemmPlan> best;
+  double best_us = 0.0;
+  for (const FewRowsTime& fit : kFewRowsTimes) {
+    const GemmConfigInfo& c = config_info(fit.config);
+    if (!(allowed & config_bit(fit.config)) || c.cluster_m * c.cluster_n > sms) continue;
+    auto consider = [&](GemmPlan plan, double us) {
+      if (!best || us < best_us * (1.0 - 1e-9)) best = plan, best_us = us;
+    };
+    consider(GemmPlan{fit.config}, few_rows_time_us(s, fit, 1, sms));
+    const ReduceSplits split =
+        best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / few_rows_time_us(s, fit, splits, sms); });
+    if (split.splits >= 2) {
+      const GemmPlan sliced{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits};
+      consider(sliced, 1.0 / split.score);
+    }
+  }
+  return best;
+}
+
+}  // namespace tilelink::gemm::heuristic
