@@ -3,10 +3,12 @@
 // (the SM budget is given, so no device is queried).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "tilelink/gemm/gemm.hpp"
 #include "gemm/heuristic/plain_plan.hpp"
+#include "gemm/heuristic/time_models.hpp"
 
 namespace g = tilelink::gemm;
 using tilelink::DType;
@@ -321,6 +323,48 @@ TEST(GemmHeuristic, CachedPlainPlansAreTheRulesPlans) {
         ASSERT_EQ(got.swizzle, want.swizzle);
       }
     }
+}
+
+// The time models' terms, worked out by hand (the fitting tool and the rule both read them).
+TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
+  namespace h = g::heuristic;
+  // 300 x 8192 x 4096 on 2x1 clusters of 128x128 tiles, 132 SMs: 2 x 64 = 128 clusters on 66
+  // slots, one full wave and a last wave of 62 / 66; 64 K steps.
+  const g::GemmShape s = g::packed({300, 8192, 4096});
+  const g::GemmPlan whole{g::GemmConfig::pp_128x128_c2x1};
+  h::TimeTerms t = h::time_terms(h::TimeModel::mid_rows, s, whole, 132);
+  EXPECT_DOUBLE_EQ(t.work, (1.0 + std::pow(62.0 / 66.0, 0.25)) * 64.0);
+  EXPECT_EQ(t.passes, 0.0);
+  EXPECT_EQ(t.partial_us, 0.0);
+  // In 3 slices with a separate sum: 384 units, 5 full waves and 54 / 66; 22 K steps a slice; the
+  // partial sums 2 x 3 x 300 x 8192 x 4 bytes at 4 TB/s.
+  const g::GemmPlan sliced{g::GemmConfig::pp_128x128_c2x1, g::Raster::along_n, 1, g::Decomposition::split_k_reduce, 3};
+  t = h::time_terms(h::TimeModel::mid_rows, s, sliced, 132);
+  EXPECT_DOUBLE_EQ(t.work, (5.0 + std::pow(54.0 / 66.0, 0.25)) * 22.0);
+  EXPECT_EQ(t.passes, 1.0);
+  EXPECT_DOUBLE_EQ(t.partial_us, 2.0 * 3 * 300 * 8192 * 4 / 4.0e6);
+  // Its prediction is the one the rule compares.
+  const auto c = h::config_time(h::TimeModel::mid_rows, sliced.config);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_DOUBLE_EQ(h::predicted_us(t, *c, h::shared_times(h::TimeModel::mid_rows)), h::plain_time_us(s, sliced, 132));
+
+  // 20 x 8192 x 4096 on swapped 64x16 tiles in 4 slices: 128 x 2 tiles x 4 = 1024 units on 132
+  // slots (7 full waves, 100 / 132); 1024 columns of K a slice = 16 steps; B (64 MiB, beyond L2)
+  // read once per tile column (2), A once per tile along B's rows (128).
+  const g::GemmShape few = g::packed({20, 8192, 4096});
+  const g::GemmPlan narrow{g::GemmConfig::ppba_64x16_c1x1, g::Raster::along_n, 1, g::Decomposition::split_k_reduce, 4};
+  t = h::time_terms(h::TimeModel::few_rows, few, narrow, 132);
+  EXPECT_DOUBLE_EQ(t.work, (7.0 + std::pow(100.0 / 132.0, 0.25)) * 16.0);
+  EXPECT_DOUBLE_EQ(t.streamed_us, (8192.0 * 4096 * 2 * 2 + 20.0 * 4096 * 2 * 128) / 4.0e6);
+  EXPECT_DOUBLE_EQ(t.partial_us, 2.0 * 4 * 20 * 8192 * 4 / 4.0e6);
+  // Stream-K: an equal share of every tile's 64 K steps per slot, and one fixup.
+  const g::GemmPlan streamed{g::GemmConfig::sk_128x256_c2x1, g::Raster::along_n, 1, g::Decomposition::stream_k, 1};
+  t = h::time_terms(h::TimeModel::mid_rows, g::packed({2048, 8192, 4096}), streamed, 132);
+  EXPECT_DOUBLE_EQ(t.work, 8.0 * 32 * 64 / 66);
+  EXPECT_EQ(t.fixups, 1.0);
+  // The models hold constants for their own configs only.
+  EXPECT_FALSE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::coop_128x256_c2x1).has_value());
+  EXPECT_TRUE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::ppba_64x16_c4x1).has_value());
 }
 
 }  // namespace

@@ -27,20 +27,7 @@ namespace {
 // 0.879x against 0.880x below 64 and 0.904x against 0.932x from 4096 (where the priors were fitted
 // to the reference shapes): so it chooses in 64-4095 rows only.
 constexpr double kTailExponent = 0.25;
-constexpr double kSplitPassUs = 4.90;         // the summing pass or the chained fixups
-constexpr double kPartialBytesWeight = 0.754;  // x the partial sums' bytes (written, read) at 4 TB/s
-constexpr double kStreamKFixupUs = 12.5;
-struct PlainTime {
-  GemmConfig config;
-  double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
-};
-// Full waves plus the last wave's fill ^ kTailExponent: `work` units on `slots` persistent CTAs.
-double waves_with_tail(int64_t work, int64_t slots) {
-  const int64_t full = work / slots, rest = work % slots;
-  return double(full) + (rest > 0 ? std::pow(double(rest) / double(slots), kTailExponent) : 0.0);
-}
-
-constexpr PlainTime kPlainTimes[] = {
+constexpr ConfigTime kMidRowsTimes[] = {
     {GemmConfig::coop_128x256_c2x1, 4.33, 0.812}, {GemmConfig::coop_128x256_c1x1, 4.10, 0.903},
     {GemmConfig::pp_128x192_c2x1, 4.58, 0.617},   {GemmConfig::pp_128x128_c2x1, 3.88, 0.470},
     {GemmConfig::pp_128x128_c1x2, 4.06, 0.465},   {GemmConfig::pp_64x128_c2x1, 3.36, 0.294},
@@ -53,27 +40,9 @@ constexpr PlainTime kPlainTimes[] = {
     // (docs/PERF.md, "clustered wide swapped tiles").
     {GemmConfig::ppba_128x96_c1x2, 3.35, 0.391},  {GemmConfig::cpba_128x192_c2x1, 3.58, 0.635},
 };
-
-}  // namespace
-
-double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
-  const PlainTime* fit = nullptr;
-  for (const PlainTime& t : kPlainTimes)
-    if (t.config == plan.config) fit = &t;
-  if (fit == nullptr) return -1.0;
-  const GridCount g = grid_count(s, config_info(plan.config), sms);
-  const double k_steps = double(s.K) / 64.0;
-  if (plan.decomposition == Decomposition::stream_k)
-    return fit->launch_us + fit->k_step_us * double(g.units) * std::ceil(k_steps) / double(g.slots) + kStreamKFixupUs;
-  const int splits = plan.decomposition == Decomposition::data_parallel ? 1 : plan.splits;
-  const double waves = waves_with_tail(g.units * splits, g.slots);
-  double t = fit->launch_us + fit->k_step_us * waves * std::ceil(k_steps / splits);
-  if (splits > 1) {
-    const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
-    t += kSplitPassUs + kPartialBytesWeight * partial_bytes / kHbmBytesPerUs;
-  }
-  return t;
-}
+// No streamed-bytes term; the summing pass or the chained fixups; x the partial sums' bytes
+// (written, read) at 4 TB/s; the stream-K fixup.
+constexpr SharedTimes kMidRowsShared{0.0, 4.90, 0.754, 12.5};
 
 // ---- plain GEMMs of fewer than 64 rows: predicted time of every division ----------------------
 // Bound by streaming B (N x K) through narrow swapped tiles. The scores pick the config
@@ -88,65 +57,111 @@ double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
 // Fitted by weighted least squares on two of the sets and checked on the third, its picks ran
 // 0.982x, 0.936x and 0.936x; the constants below are fitted on all three. The 64x16 variants
 // (128-column K tile, 4x1 cluster) and the 128x32 tile are chosen here only.
-namespace {
-struct FewRowsTime {
-  GemmConfig config;
-  double launch_us, k_step_us;  // k_step_us: 64 columns of K, one whole wave
-};
-constexpr FewRowsTime kFewRowsTimes[] = {
+constexpr ConfigTime kFewRowsTimes[] = {
     {GemmConfig::ppba_64x16_c1x1, 2.95, 0.1378},     {GemmConfig::ppba_64x32_c1x1, 3.02, 0.1622},
     {GemmConfig::skba_128x64_c1x1, 2.62, 0.3291},    {GemmConfig::ppba_128x32_c1x1, 3.00, 0.2689},
     {GemmConfig::ppba_64x16x128_c1x1, 2.96, 0.1258}, {GemmConfig::ppba_64x16_c4x1, 2.99, 0.1327},
 };
-constexpr double kFewRowsBytesWeight = 0.330;   // x the operands' bytes streamed, at 4 TB/s
-constexpr double kFewRowsPassUs = 3.34;         // the summing pass
-constexpr double kFewRowsPartialWeight = 2.30;  // x the partial sums' bytes (written, read), at 4 TB/s
+// x the operands' bytes streamed at 4 TB/s; the summing pass; x the partial sums' bytes (written,
+// read) at 4 TB/s; no stream-K.
+constexpr SharedTimes kFewRowsShared{0.330, 3.34, 2.30, 0.0};
 
+template <size_t N>
+const ConfigTime* find_time(const ConfigTime (&table)[N], GemmConfig cfg) {
+  for (const ConfigTime& t : table)
+    if (t.config == cfg) return &t;
+  return nullptr;
+}
 
-double few_rows_time_us(const GemmShape& s, const FewRowsTime& fit, int splits, int sms) {
-  const GemmConfigInfo& c = config_info(fit.config);
+// Full waves plus the last wave's fill ^ kTailExponent: `work` units on `slots` persistent CTAs.
+double waves_with_tail(int64_t work, int64_t slots) {
+  const int64_t full = work / slots, rest = work % slots;
+  return double(full) + (rest > 0 ? std::pow(double(rest) / double(slots), kTailExponent) : 0.0);
+}
+
+int splits_of(const GemmPlan& plan) {
+  return plan.decomposition == Decomposition::data_parallel || plan.decomposition == Decomposition::stream_k
+             ? 1
+             : plan.splits;
+}
+
+// The partial sums of `splits` slices, written and read back, at 4 TB/s.
+double partial_us(const GemmShape& s, int splits) {
+  return 2.0 * splits * double(s.M) * double(s.N) * 4.0 / kHbmBytesPerUs;
+}
+
+TimeTerms mid_rows_terms(const GemmShape& s, const GemmPlan& plan, int sms) {
+  const GridCount g = grid_count(s, config_info(plan.config), sms);
+  const double k_steps = double(s.K) / 64.0;
+  TimeTerms t;
+  if (plan.decomposition == Decomposition::stream_k) {
+    t.work = double(g.units) * std::ceil(k_steps) / double(g.slots);
+    t.fixups = 1.0;
+    return t;
+  }
+  const int splits = splits_of(plan);
+  t.work = waves_with_tail(g.units * splits, g.slots) * std::ceil(k_steps / splits);
+  if (splits > 1) t.passes = 1.0, t.partial_us = partial_us(s, splits);
+  return t;
+}
+
+// Narrow swapped tiles: K in whole K tiles of the config, and the operands' streamed bytes (B once
+// per tile column where it does not fit in L2; A once per tile along B's rows).
+TimeTerms few_rows_terms(const GemmShape& s, const GemmPlan& plan, int sms) {
+  const GemmConfigInfo& c = config_info(plan.config);
   const GridCount g = grid_count(s, c, sms);
-  const double waves = waves_with_tail(g.units * splits, g.slots);
+  const int splits = splits_of(plan);
   const int64_t slice_k = splits > 1 ? k_slices(s.K, splits).slice_k : s.K;
   const double k_steps = double((slice_k + c.tile_k - 1) / c.tile_k) * c.tile_k / 64.0;
   const int64_t columns = swapped_columns(s, c);
-  const int64_t tile_rows = g.units / columns;  // tiles along B's rows, each reading all of A
+  const int64_t tile_rows = g.units / columns;
   double b_bytes = double(s.N) * double(s.K) * 2.0;
   if (b_bytes > kL2Bytes) b_bytes *= double(columns);
   const double a_bytes = double(s.M) * double(s.K) * 2.0 * double(tile_rows);
-  double t = fit.launch_us + fit.k_step_us * waves * k_steps;
-  t += kFewRowsBytesWeight * (a_bytes + b_bytes) / kHbmBytesPerUs;
-  if (splits > 1) {
-    const double partial_bytes = 2.0 * splits * double(s.M) * double(s.N) * 4.0;
-    t += kFewRowsPassUs + kFewRowsPartialWeight * partial_bytes / kHbmBytesPerUs;
-  }
+  TimeTerms t;
+  t.work = waves_with_tail(g.units * splits, g.slots) * k_steps;
+  t.streamed_us = (a_bytes + b_bytes) / kHbmBytesPerUs;
+  if (splits > 1) t.passes = 1.0, t.partial_us = partial_us(s, splits);
   return t;
 }
 
 }  // namespace
 
-bool few_rows_only(GemmConfig cfg) {
-  bool timed = false;
-  for (const FewRowsTime& t : kFewRowsTimes) timed = timed || t.config == cfg;
-  return timed && !has_fitted_prior(cfg);
+std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg) {
+  const ConfigTime* t = model == TimeModel::mid_rows ? find_time(kMidRowsTimes, cfg) : find_time(kFewRowsTimes, cfg);
+  return t ? std::optional<ConfigTime>(*t) : std::nullopt;
 }
+
+SharedTimes shared_times(TimeModel model) { return model == TimeModel::mid_rows ? kMidRowsShared : kFewRowsShared; }
+
+TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, int sms) {
+  return model == TimeModel::mid_rows ? mid_rows_terms(s, plan, sms) : few_rows_terms(s, plan, sms);
+}
+
+double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
+  const ConfigTime* fit = find_time(kMidRowsTimes, plan.config);
+  return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, kMidRowsShared) : -1.0;
+}
+
+bool few_rows_only(GemmConfig cfg) { return find_time(kFewRowsTimes, cfg) != nullptr && !has_fitted_prior(cfg); }
 
 std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int sms) {
   std::optional<GemmPlan> best;
   double best_us = 0.0;
-  for (const FewRowsTime& fit : kFewRowsTimes) {
+  for (const ConfigTime& fit : kFewRowsTimes) {
     const GemmConfigInfo& c = config_info(fit.config);
     if (!(allowed & config_bit(fit.config)) || c.cluster_m * c.cluster_n > sms) continue;
-    auto consider = [&](GemmPlan plan, double us) {
+    const auto sliced = [&](int splits) {
+      return splits > 1 ? GemmPlan{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, splits}
+                        : GemmPlan{fit.config};
+    };
+    const auto time_us = [&](int splits) { return predicted_us(few_rows_terms(s, sliced(splits), sms), fit, kFewRowsShared); };
+    const auto consider = [&](GemmPlan plan, double us) {
       if (!best || us < best_us * (1.0 - 1e-9)) best = plan, best_us = us;
     };
-    consider(GemmPlan{fit.config}, few_rows_time_us(s, fit, 1, sms));
-    const ReduceSplits split =
-        best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / few_rows_time_us(s, fit, splits, sms); });
-    if (split.splits >= 2) {
-      const GemmPlan sliced{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, split.splits};
-      consider(sliced, 1.0 / split.score);
-    }
+    consider(sliced(1), time_us(1));
+    const ReduceSplits split = best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / time_us(splits); });
+    if (split.splits >= 2) consider(sliced(split.splits), 1.0 / split.score);
   }
   return best;
 }

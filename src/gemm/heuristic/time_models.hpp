@@ -1,5 +1,13 @@
-// The plain GEMM's predicted times (private to the engine). Fitted to measured times of random
-// shapes on the H200; the fits and their out-of-sample checks are in the .cpp beside each table.
+// The plain GEMM's predicted times (private to the engine and its tools). Two models of one form:
+//     t = launch_us + k_step_us x work                      (per config)
+//         + stream_weight x streamed_us + pass_us x passes
+//         + partial_weight x partial_us + fixup_us x fixups  (per model)
+// `work` is K steps of 64 columns times the waves the grid runs (full waves plus the last wave's
+// fill ^ 0.25); `streamed_us` the operands' bytes at 4 TB/s (few rows only); `passes` 1 where K
+// is split (the summing pass, or the chained fixups); `partial_us` the partial sums' bytes
+// (written, read) at 4 TB/s; `fixups` 1 for stream-K. The constants are fitted to measured times
+// of random shapes (scripts/fit_gemm_times.py over `tilelink-bench gemm --alone/--divisions`,
+// through `tilelink-gemm-model`); the fits and their out-of-sample checks are in the .cpp.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +17,39 @@
 
 namespace tilelink::gemm::heuristic {
 
-// The rows where the plain GEMM compares configs by plain_time_us.
+enum class TimeModel : uint8_t {
+  mid_rows,  // kTimedMinRows-kTimedMaxRows rows: every plain config at the division its score picks
+  few_rows,  // fewer than kTimedMinRows: every division of the narrow swapped tiles
+};
+
+// The rows where the plain GEMM compares configs by the mid_rows model.
 constexpr int64_t kTimedMinRows = 64;
 constexpr int64_t kTimedMaxRows = 4095;
 
-// Predicted microseconds of `plan` on the shape; < 0 for a config without a fitted time.
+struct TimeTerms {
+  double work = 0, streamed_us = 0, passes = 0, partial_us = 0, fixups = 0;
+};
+struct ConfigTime {
+  GemmConfig config;
+  double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
+};
+struct SharedTimes {
+  double stream_weight, pass_us, partial_weight, fixup_us;
+};
+
+// The model's constants: the config's (nullopt where the model has none) and the shared ones.
+std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg);
+SharedTimes shared_times(TimeModel model);
+
+// The terms of `plan` on the shape under `model` (any config: its tile and cluster set them).
+TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, int sms);
+
+inline double predicted_us(const TimeTerms& t, const ConfigTime& c, const SharedTimes& sh) {
+  return c.launch_us + c.k_step_us * t.work + sh.stream_weight * t.streamed_us + sh.pass_us * t.passes +
+         sh.partial_weight * t.partial_us + sh.fixup_us * t.fixups;
+}
+
+// Predicted microseconds of `plan` under the mid_rows model; < 0 for a config without a fitted time.
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms);
 
 // Below kTimedMinRows: the fastest predicted division (whole, or the slice counts split_k_reduce
