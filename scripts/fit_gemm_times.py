@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Fit the plain GEMM's time-model constants to measured times, and check them out of sample.
+
+    # on the GPU: every config as the rule runs it alone (or every division), one CSV row each
+    tilelink-bench gemm --sweep-random 60 --seed S --alone --csv times.csv
+    # here: the model's terms for each row (host only)
+    build/bin/tilelink-gemm-model < times.csv > terms.csv
+    scripts/fit_gemm_times.py terms.csv [more.csv ...] [--configs a,b] [--fit-shared] [--folds 5 --seed S]
+
+The model (src/gemm/heuristic/time_models.hpp) is linear in its constants:
+    t = launch_us + k_step_us x work + stream_weight x streamed_us + pass_us x passes
+        + partial_weight x partial_us + fixup_us x fixups
+so they are fitted by least squares on relative error (each row weighted by 1 / measured time).
+By default only the per-config (launch_us, k_step_us) are fitted and the shared constants are held
+at the values the rows carry; --fit-shared fits those too, jointly with every config.
+
+The fit is judged as the rule uses it: on each shape, the config (at the division in the row) with
+the least predicted time is picked, and the pick's measured speed against cuBLASLt (the `ratio`
+column, cublas_ms / ms) is compared with the best measured row of the shape and with the pick of
+the constants the library has now. Out of sample: the shapes are halved at random (the seed is
+printed), fitted on one half and judged on the other, both ways, --folds times.
+
+Prints the fitted constants as the C++ table lines of time_models.cpp.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import random
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+SHARED = ("stream_weight", "pass_us", "partial_weight", "fixup_us")
+SHARED_TERMS = ("streamed_us", "passes", "partial_us", "fixups")
+
+
+@dataclass
+class Row:
+    shape: tuple  # (M, N, K)
+    config: str
+    plan: str
+    model: str
+    time_us: float  # measured
+    ratio: float  # cuBLASLt time / this time
+    work: float
+    terms: tuple  # SHARED_TERMS, in order
+    shared: tuple  # the model's shared constants the row was written with
+    launch_us: float | None  # the library's constants for the config, if it has them
+    k_step_us: float | None
+
+
+def read_rows(paths: list[str], model: str | None, modes: set) -> list[Row]:
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if "work" not in r:
+                    sys.exit(f"{path}: no model terms (run it through tilelink-gemm-model first)")
+                if (model and r["model"] != model) or r["mode"] not in modes:
+                    continue
+                ms = float(r["ms"])
+                if not ms > 0:
+                    continue
+                opt = lambda k: float(r[k]) if r[k] != "" else None
+                rows.append(Row(shape=(int(r["M"]), int(r["N"]), int(r["K"])), config=r["config"], plan=r["plan"],
+                                model=r["model"], time_us=ms * 1000.0, ratio=float(r["cublas_ms"]) / ms,
+                                work=float(r["work"]), terms=tuple(float(r[k]) for k in SHARED_TERMS),
+                                shared=tuple(float(r[k]) for k in SHARED), launch_us=opt("launch_us"),
+                                k_step_us=opt("k_step_us")))
+    models = {r.model for r in rows}
+    if len(models) > 1:
+        sys.exit(f"rows of several models ({', '.join(sorted(models))}): choose one with --model")
+    return rows
+
+
+@dataclass
+class Fit:
+    per_config: dict  # config -> (launch_us, k_step_us)
+    shared: tuple  # SHARED, in order
+
+    def predict(self, r: Row) -> float | None:
+        c = self.per_config.get(r.config)
+        if c is None:
+            return None
+        return c[0] + c[1] * r.work + sum(w * t for w, t in zip(self.shared, r.terms))
+
+
+def fit(rows: list[Row], configs: list[str], fit_shared: bool, min_rows: int) -> Fit:
+    """Least squares on relative error; shared constants held at the rows' values unless fit_shared."""
+    held = rows[0].shared
+    use = [c for c in configs if sum(r.config == c for r in rows) >= min_rows]
+    # Shared terms that vary in the data can be fitted; the others stay held.
+    free = [i for i in range(len(SHARED)) if fit_shared and any(r.terms[i] != 0 for r in rows)]
+    index = {c: 2 * i for i, c in enumerate(use)}
+    sel = [r for r in rows if r.config in index]
+    if not sel:
+        return Fit({}, held)
+    a = np.zeros((len(sel), 2 * len(use) + len(free)))
+    b = np.zeros(len(sel))
+    for n, r in enumerate(sel):
+        w = 1.0 / r.time_us
+        j = index[r.config]
+        a[n, j], a[n, j + 1] = w, r.work * w
+        for k, i in enumerate(free):
+            a[n, 2 * len(use) + k] = r.terms[i] * w
+        fixed = sum(held[i] * r.terms[i] for i in range(len(SHARED)) if i not in free)
+        b[n] = (r.time_us - fixed) * w
+    x, *_ = np.linalg.lstsq(a, b, rcond=None)
+    shared = list(held)
+    for k, i in enumerate(free):
+        shared[i] = float(x[2 * len(use) + k])
+    return Fit({c: (float(x[index[c]]), float(x[index[c] + 1])) for c in use}, tuple(shared))
+
+
+def library_fit(rows: list[Row]) -> Fit:
+    per = {r.config: (r.launch_us, r.k_step_us) for r in rows if r.launch_us is not None}
+    return Fit(per, rows[0].shared if rows else (0, 0, 0, 0))
+
+
+def by_shape(rows: list[Row]) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r.shape, []).append(r)
+    return out
+
+
+def judge(fit: Fit, shapes: dict, configs: set) -> tuple[list[float], list[float]]:
+    """Per shape with a prediction for some row of `configs`: (ratio of the pick, best ratio)."""
+    picked, best = [], []
+    for rs in shapes.values():
+        cands = [(fit.predict(r), r) for r in rs if r.config in configs]
+        cands = [(p, r) for p, r in cands if p is not None]
+        if not cands:
+            continue
+        picked.append(min(cands, key=lambda pr: pr[0])[1].ratio)
+        best.append(max(r.ratio for _, r in cands))
+    return picked, best
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summary(name: str, ratios: list[float]) -> str:
+    if not ratios:
+        return f"{name:<22} no shape with a prediction"
+    below = sum(x < 0.90 for x in ratios)
+    return f"{name:<22} geomean {geomean(ratios):.3f}  min {min(ratios):.3f}  below 0.90: {below}/{len(ratios)}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("csv", nargs="+", help="rows from tilelink-gemm-model")
+    p.add_argument("--model", choices=["mid_rows", "few_rows"], help="only rows of this model")
+    p.add_argument("--modes", default="alone,divisions",
+                   help="the bench's row kinds to use (default: alone,divisions: one row per config and division)")
+    p.add_argument("--configs", help="fit these configs only (comma-separated); default: every config in the rows")
+    p.add_argument("--fit-shared", action="store_true", help="fit the shared constants too")
+    p.add_argument("--min-rows", type=int, default=4, help="a config needs this many rows to be fitted")
+    p.add_argument("--folds", type=int, default=5, help="random halvings of the shapes for the out-of-sample check")
+    p.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="of the halvings (default: fresh, printed)")
+    args = p.parse_args(argv)
+
+    rows = read_rows(args.csv, args.model, set(args.modes.split(",")))
+    if not rows:
+        sys.exit("no rows with measured times")
+    configs = sorted({r.config for r in rows})
+    if args.configs:
+        wanted = args.configs.split(",")
+        if unknown := [c for c in wanted if c not in configs]:
+            sys.exit(f"no rows for {', '.join(unknown)}")
+        configs = wanted
+    # Configs not being fitted keep the library's constants, so they still compete in the picks.
+    lib = library_fit(rows)
+    keep = {c: v for c, v in lib.per_config.items() if c not in configs}
+
+    def full_fit(train: list[Row]) -> Fit:
+        f = fit(train, configs, args.fit_shared, args.min_rows)
+        return Fit({**keep, **f.per_config}, f.shared)
+
+    shapes = by_shape(rows)
+    print(f"{len(rows)} rows, {len(shapes)} shapes, model {rows[0].model}, fitting {len(configs)} configs"
+          f"{' and the shared constants' if args.fit_shared else ''}")
+
+    seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
+    rng = random.Random(seed)
+    out_of_sample = {"fitted": [], "library": [], "best": []}
+    keys = sorted(shapes)
+    for _ in range(args.folds):
+        rng.shuffle(keys)
+        halves = keys[: len(keys) // 2], keys[len(keys) // 2:]
+        for train, test in (halves, halves[::-1]):
+            f = full_fit([r for k in train for r in shapes[k]])
+            test_shapes = {k: shapes[k] for k in test}
+            competing = set(f.per_config)
+            picked, best = judge(f, test_shapes, competing)
+            lib_picked, _ = judge(lib, test_shapes, competing)
+            out_of_sample["fitted"] += picked
+            out_of_sample["library"] += lib_picked
+            out_of_sample["best"] += best
+    if args.folds > 0 and out_of_sample["fitted"]:
+        print(f"\nout of sample ({args.folds} halvings, seed {seed:#x}; shapes counted once per halving):")
+        print("  " + summary("fitted constants", out_of_sample["fitted"]))
+        print("  " + summary("library's constants", out_of_sample["library"]))
+        print("  " + summary("best measured", out_of_sample["best"]))
+
+    final = full_fit(rows)
+    picked, best = judge(final, shapes, set(final.per_config))
+    print("\nin sample (fitted on every shape):")
+    print("  " + summary("fitted constants", picked))
+    print("  " + summary("best measured", best))
+
+    print("\nrelative error of the fitted times, per config (median |predicted / measured - 1|):")
+    for c in configs:
+        errs = [abs(final.predict(r) / r.time_us - 1) for r in rows if r.config == c and c in final.per_config]
+        if errs:
+            print(f"  {c:<22} {len(errs):4d} rows  {float(np.median(errs)):.3f}")
+        else:
+            print(f"  {c:<22} fewer than {args.min_rows} rows: not fitted")
+
+    print("\n// the fitted constants, as in src/gemm/heuristic/time_models.cpp")
+    for c in configs:
+        if c in final.per_config:
+            launch, step = final.per_config[c]
+            print(f"    {{GemmConfig::{c}, {launch:.3g}, {step:.4g}}},")
+    print("// shared: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(SHARED, final.shared)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""scripts/fit_gemm_times.py and tilelink-gemm-model: the time-model fit recovers known constants.
+
+Times are made up from chosen constants (with 1% noise, fresh each run) over the model's own terms,
+so a fit that does not recover them, or a tool whose terms do not match what the fit assumes, fails.
+"""
+import csv
+import importlib.util
+import io
+import math
+import os
+import random
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("fit_gemm_times", ROOT / "scripts" / "fit_gemm_times.py")
+fgt = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = fgt  # dataclasses look their module up
+spec.loader.exec_module(fgt)
+
+BENCH_HEADER = "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio,plan".split(",")
+SEED = random.SystemRandom().getrandbits(32)
+
+
+def rng():
+    print(f"seed {SEED:#x}")
+    return random.Random(SEED)
+
+
+def test_fit_recovers_per_config_and_shared_constants(tmp_path):
+    r = rng()
+    truth = {"cfg_a": (3.0, 0.40), "cfg_b": (4.5, 0.25), "cfg_c": (2.2, 0.80)}
+    shared = (0.0, 5.0, 0.8, 12.0)
+    path = tmp_path / "terms.csv"
+    cols = BENCH_HEADER + ["model", "work"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
+        "launch_us", "k_step_us", "predicted_us"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for n in range(120):
+            shape = (r.randint(64, 4095), 8 * r.randint(32, 4096), 8 * r.randint(32, 4096))
+            cublas_ms = r.uniform(0.01, 0.5)  # one cuBLASLt time per shape, as the bench measures it
+            for c, (launch, step) in truth.items():
+                work = r.uniform(5, 1000)
+                split = r.random() < 0.3
+                terms = (0.0, 1.0 if split else 0.0, r.uniform(1, 40) if split else 0.0, 0.0)
+                t = launch + step * work + sum(a * b for a, b in zip(shared, terms))
+                t *= math.exp(r.gauss(0, 0.005))
+                row = {"mode": "alone", "group": "random", "M": shape[0], "N": shape[1], "K": shape[2], "config": c,
+                       "raster": "along_n", "swizzle": 1, "ms": t / 1000, "tflops": 1, "cublas_ms": cublas_ms,
+                       "cublas_tflops": 1, "ratio": cublas_ms * 1000 / t, "plan": c + "/along_n/sw1",
+                       "model": "mid_rows", "work": work, "launch_us": "", "k_step_us": "", "predicted_us": ""}
+                row.update(zip(fgt.SHARED_TERMS, terms))
+                row.update(zip(fgt.SHARED, (0.0, 1.0, 1.0, 1.0)))  # held values, deliberately wrong
+                w.writerow([row[k] for k in cols])
+
+    rows = fgt.read_rows([str(path)], None, {"alone"})
+    held = fgt.fit(rows, sorted(truth), fit_shared=False, min_rows=4)
+    assert held.shared == (0.0, 1.0, 1.0, 1.0)
+    free = fgt.fit(rows, sorted(truth), fit_shared=True, min_rows=4)
+    for c, (launch, step) in truth.items():
+        assert free.per_config[c][0] == pytest.approx(launch, rel=0.08), c
+        assert free.per_config[c][1] == pytest.approx(step, rel=0.02), c
+    assert free.shared[1] == pytest.approx(shared[1], rel=0.15)  # pass_us
+    assert free.shared[2] == pytest.approx(shared[2], rel=0.05)  # partial_weight
+    assert free.shared[3] == 1.0  # no stream-K row in the data: held
+    # The fitted times pick the truly fastest row almost everywhere.
+    picked, best = fgt.judge(free, fgt.by_shape(rows), set(truth))
+    assert len(picked) == 120
+    assert fgt.geomean(picked) > 0.99 * fgt.geomean(best)
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert fgt.main([str(path), "--modes", "alone", "--fit-shared", "--folds", "2", "--seed", "7"]) == 0
+    text = out.getvalue()
+    assert "out of sample (2 halvings, seed 0x7" in text
+    for c in truth:
+        assert f"{{GemmConfig::{c}, " in text
+
+
+def run_tool(tool, text, *args):
+    done = subprocess.run([tool, *args], input=text, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def tool():
+    path = os.environ.get("TILELINK_GEMM_MODEL")
+    if not path:
+        pytest.fail("TILELINK_GEMM_MODEL is not set (ctest sets it to the built tilelink-gemm-model)")
+    return path
+
+
+def bench_csv(rows):
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(BENCH_HEADER)
+    w.writerows(rows)
+    return out.getvalue()
+
+
+def test_tool_terms_fit_back_to_the_times_they_made(tool, tmp_path):
+    """Times built from the tool's terms and chosen constants are fitted back to those constants."""
+    r = rng()
+    truth = {"pp_128x128_c2x1": (3.1, 0.52), "cpba_128x192_c1x1": (4.0, 0.66)}
+    plans = {"pp_128x128_c2x1": ["/along_n/sw1", "/along_n/sw1/reduce4"], "cpba_128x192_c1x1": ["/along_m/sw1"]}
+    dummy = []
+    for _ in range(60):
+        m, n, k = r.randint(64, 4095), 8 * r.randint(16, 1024), 8 * r.randint(32, 512)
+        for c, suffixes in plans.items():
+            for s in suffixes:
+                dummy.append(["alone", "random", m, n, k, c, "along_n", 1, 1.0, 1, 1.0, 1, 1.0, c + s])
+    terms = list(csv.DictReader(io.StringIO(run_tool(tool, bench_csv(dummy)))))
+    assert len(terms) == len(dummy) and all(t["model"] == "mid_rows" for t in terms)
+    assert all(float(t["work"]) > 0 for t in terms)
+    assert {t["passes"] for t in terms} == {"0", "1"}  # whole and split rows
+
+    timed, cublas_ms = [], {}
+    for row, t in zip(dummy, terms):
+        launch, step = truth[t["config"]]
+        us = launch + step * float(t["work"]) + sum(
+            float(t[w]) * float(t[x]) for w, x in zip(fgt.SHARED, fgt.SHARED_TERMS))
+        us *= math.exp(r.gauss(0, 0.005))
+        cms = cublas_ms.setdefault(tuple(row[2:5]), r.uniform(0.01, 0.5))
+        timed.append(row[:8] + [us / 1000, 1, cms, 1, 1.0, row[13]])
+    path = tmp_path / "terms.csv"
+    path.write_text(run_tool(tool, bench_csv(timed), "--sms", "132"))
+    rows = fgt.read_rows([str(path)], "mid_rows", {"alone"})
+    got = fgt.fit(rows, sorted(truth), fit_shared=False, min_rows=4)
+    for c, (launch, step) in truth.items():
+        assert got.per_config[c][0] == pytest.approx(launch, rel=0.15), c
+        assert got.per_config[c][1] == pytest.approx(step, rel=0.03), c
+    # The library's constants ride along for the configs it has.
+    lib = fgt.library_fit(rows)
+    assert set(lib.per_config) == set(truth)
+
+
+def test_tool_refuses_what_it_cannot_read(tool):
+    bad = subprocess.run([tool], input="M,N,K\n1,2,3\n", capture_output=True, text=True)
+    assert bad.returncode == 2 and "no column 'plan'" in bad.stderr
+    row = ["alone", "random", 100, 1024, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "no_such_config/along_n/sw1"]
+    bad = subprocess.run([tool], input=bench_csv([row]), capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown config" in bad.stderr
+    # Rows outside both models' rows are left out under the rule's choice, kept when one is named.
+    row = ["alone", "random", 5000, 1024, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "pp_128x128_c2x1/along_n/sw1"]
+    assert run_tool(tool, bench_csv([row])).count("\n") == 1
+    assert run_tool(tool, bench_csv([row]), "--model", "mid_rows").count("\n") == 2

@@ -1,0 +1,123 @@
+// tilelink-gemm-model: the plain GEMM's time models applied to measured rows, for fitting them.
+//
+//   tilelink-bench gemm --alone --csv times.csv ...          (on the GPU)
+//   tilelink-gemm-model [--model rule|mid_rows|few_rows] [--sms 132] < times.csv > terms.csv
+//   scripts/fit_gemm_times.py terms.csv                       (fits, checks out of sample)
+//
+// Reads the bench's CSV (header mode,group,M,N,K,config,...,ms,...,cublas_ms,...,plan) and writes
+// each row back with the model's terms for its plan and its shared constants (the model's form:
+// src/gemm/heuristic/time_models.hpp) and, where the model has constants for the config, those
+// and the predicted time. `rule` (the default) applies
+// the model the plain GEMM uses at the row's M and skips rows outside both. Host only: no GPU.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gemm/heuristic/time_models.hpp"
+#include "tilelink/gemm/gemm.hpp"
+
+namespace {
+
+namespace g = tilelink::gemm;
+namespace h = tilelink::gemm::heuristic;
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  for (std::string field; std::getline(ss, field, sep);) out.push_back(field);
+  if (!line.empty() && line.back() == sep) out.emplace_back();
+  return out;
+}
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "tilelink-gemm-model: %s\n", why.c_str());
+  std::exit(2);
+}
+
+// The bench's plan string: config/raster/swN[/splitK | /reduceK | /streamk].
+g::GemmPlan parse_plan(const std::string& text) {
+  const std::vector<std::string> parts = split(text, '/');
+  g::GemmPlan plan;
+  if (parts.empty() || !g::parse_config(parts[0], &plan.config)) die("unknown config in plan '" + text + "'");
+  if (parts.size() < 4) return plan;
+  const std::string& d = parts[3];
+  auto count = [&](size_t prefix) {
+    const int n = std::atoi(d.c_str() + prefix);
+    if (n < 2 || n > g::kMaxSplits) die("bad slice count in plan '" + text + "'");
+    return n;
+  };
+  if (d.rfind("split", 0) == 0) {
+    plan.decomposition = g::Decomposition::split_k, plan.splits = count(5);
+  } else if (d.rfind("reduce", 0) == 0) {
+    plan.decomposition = g::Decomposition::split_k_reduce, plan.splits = count(6);
+  } else if (d == "streamk") {
+    plan.decomposition = g::Decomposition::stream_k;
+  } else {
+    die("unknown division '" + d + "' in plan '" + text + "'");
+  }
+  return plan;
+}
+
+const char* model_name(h::TimeModel m) { return m == h::TimeModel::mid_rows ? "mid_rows" : "few_rows"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string which = "rule";
+  int sms = 132;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--model" && i + 1 < argc) {
+      which = argv[++i];
+    } else if (a == "--sms" && i + 1 < argc) {
+      sms = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(a == "--help" ? stdout : stderr,
+                   "usage: tilelink-gemm-model [--model rule|mid_rows|few_rows] [--sms N] < bench.csv > terms.csv\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  if (which != "rule" && which != "mid_rows" && which != "few_rows") die("--model must be rule, mid_rows or few_rows");
+  if (sms < 1) die("--sms must be >= 1");
+
+  std::string line;
+  if (!std::getline(std::cin, line)) die("empty input (expected tilelink-bench gemm --csv output)");
+  const std::vector<std::string> header = split(line, ',');
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* need : {"M", "N", "K", "plan"})
+    if (!col.count(need)) die(std::string("input has no column '") + need + "'");
+  std::printf("%s,model,work,streamed_us,passes,partial_us,fixups,stream_weight,pass_us,partial_weight,fixup_us,"
+              "launch_us,k_step_us,predicted_us\n",
+              line.c_str());
+
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> f = split(line, ',');
+    if (f.size() != header.size()) die("row with " + std::to_string(f.size()) + " fields: " + line);
+    const g::GemmShape s = g::packed({std::atoll(f[col["M"]].c_str()), std::atoll(f[col["N"]].c_str()),
+                                      std::atoll(f[col["K"]].c_str())});
+    if (s.M < 1 || s.N < 1 || s.K < 1) die("row with an empty shape: " + line);
+    std::optional<h::TimeModel> model;
+    if (which == "mid_rows") model = h::TimeModel::mid_rows;
+    if (which == "few_rows") model = h::TimeModel::few_rows;
+    if (which == "rule" && s.M < h::kTimedMinRows) model = h::TimeModel::few_rows;
+    if (which == "rule" && s.M >= h::kTimedMinRows && s.M <= h::kTimedMaxRows) model = h::TimeModel::mid_rows;
+    if (!model) continue;
+    const g::GemmPlan plan = parse_plan(f[col["plan"]]);
+    const h::TimeTerms t = h::time_terms(*model, s, plan, sms);
+    const h::SharedTimes sh = h::shared_times(*model);
+    std::printf("%s,%s,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), model_name(*model), t.work, t.streamed_us,
+                t.passes, t.partial_us, t.fixups, sh.stream_weight, sh.pass_us, sh.partial_weight, sh.fixup_us);
+    if (const auto c = h::config_time(*model, plan.config))
+      std::printf(",%g,%g,%.9g\n", c->launch_us, c->k_step_us, h::predicted_us(t, *c, sh));
+    else
+      std::printf(",,,\n");
+  }
+  return 0;
+}
