@@ -173,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         if unknown := [c for c in wanted if c not in configs]:
             sys.exit(f"no rows for {', '.join(unknown)}")
         configs = wanted
-    # Configs not being fitted keep the library's constants, so they still compete in the picks.
+    # Configs not fitted (not asked for, or too few rows) keep the library's constants, if it has
+    # them, so they still compete in the picks.
     lib = library_fit(rows)
-    keep = {c: v for c, v in lib.per_config.items() if c not in configs}
+    keep = dict(lib.per_config)
 
     def full_fit(train: list[Row]) -> Fit:
         f = fit(train, configs, args.fit_shared, args.min_rows)
