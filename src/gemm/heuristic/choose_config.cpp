@@ -71,7 +71,8 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     // the larger operand, which is read from memory once. Swizzle 1: wider groups lost up to
     // half the speed on some random shapes and won little on the others (docs/PERF.md).
     const KernelDims d = kernel_dims(s, chosen);
-    const int64_t tiles_m = (d.m + chosen.tile_m - 1) / chosen.tile_m, tiles_n = (d.n + chosen.tile_n - 1) / chosen.tile_n;
+    const int64_t tiles_m = (d.m + chosen.tile_m - 1) / chosen.tile_m;
+    const int64_t tiles_n = (d.n + chosen.tile_n - 1) / chosen.tile_n;
     plan.raster = tiles_n > tiles_m ? Raster::along_m : Raster::along_n;
     plan.swizzle = 1;
     return plan;

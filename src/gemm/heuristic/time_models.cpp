@@ -45,14 +45,14 @@ constexpr ConfigTime kMidRowsTimes[] = {
 constexpr SharedTimes kMidRowsShared{0.0, 4.90, 0.754, 12.5};
 
 // ---- plain GEMMs of fewer than 64 rows: predicted time of every division ----------------------
-// Bound by streaming B (N x K) through narrow swapped tiles. The scores pick the config
-// and the slice count apart, and on three sets of random shapes of M = 1-63 (60, 60 and 82
+// Bound by streaming B (N x K) through narrow swapped tiles. The scores (scores.cpp) choose the
+// config and the slice count apart, and on three sets of random shapes of M = 1-63 (60, 60 and 82
 // shapes, every config at every slice count measured) their picks ran 0.948x, 0.910x and 0.929x
 // cuBLASLt where the best measured division of each shape ran 1.007x, 0.964x and 0.979x
 // (docs/PERF.md, "a time model for fewer than 64 rows"). So the plain GEMM predicts every
 // division of the configs below, whole or in the slice counts split_k_reduce may run,
 //     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
-//         + kFewRowsBytesWeight x bytes streamed / HBM rate [+ pass + partial sums' traffic]
+//         + stream_weight x bytes streamed / HBM rate [+ pass + partial sums' traffic]
 // (B is streamed once per tile column where it does not fit in L2), and runs the fastest.
 // Fitted by weighted least squares on two of the sets and checked on the third, its picks ran
 // 0.982x, 0.936x and 0.936x; the constants below are fitted on all three. The 64x16 variants
@@ -155,7 +155,9 @@ std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int 
       return splits > 1 ? GemmPlan{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, splits}
                         : GemmPlan{fit.config};
     };
-    const auto time_us = [&](int splits) { return predicted_us(few_rows_terms(s, sliced(splits), sms), fit, kFewRowsShared); };
+    const auto time_us = [&](int splits) {
+      return predicted_us(few_rows_terms(s, sliced(splits), sms), fit, kFewRowsShared);
+    };
     const auto consider = [&](GemmPlan plan, double us) {
       if (!best || us < best_us * (1.0 - 1e-9)) best = plan, best_us = us;
     };
