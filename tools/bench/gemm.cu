@@ -5,10 +5,9 @@
 //                                       best per shape re-measured; prints the table the
 //                                       heuristic is fitted to
 //   tilelink-bench gemm --with-hooks    cost of world-size-1 signal hooks (eager / deferred)
-//   tilelink-bench gemm --sweep-random N   N random shapes (M log-uniform in 1-16384, or in LO-HI
-//                                       with --rows LO:HI; N and K multiples of 8 in 256-32768;
-//                                       --seed S, else a fresh seed, printed), then the ratio
-//                                       distribution
+//   tilelink-bench gemm --sweep-random N   N random shapes (M log-uniform in 1-16384, N and K
+//                                       multiples of 8 in 256-32768; --seed S, else a fresh seed,
+//                                       printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (only these in --sweep, --divisions, --alone and --orders)
 //        --sets N (input buffer sets, >= 2)  --sm-budget N
@@ -324,14 +323,12 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
 int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<BenchShape> shapes;
   uint64_t seed = 0;
-  tilelink::bench::RowRange rows;
   const bool random_shapes = args.has("sweep-random");
   if (random_shapes) {
     const std::string fixed = args.get("seed", "");
     seed = fixed.empty() ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
                          : std::stoull(fixed, nullptr, 0);
-    rows = tilelink::bench::parse_row_range(args.get("rows", "1:16384"));
-    for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed, rows))
+    for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed))
       shapes.push_back({"rand", d.m, d.n, d.k});
   } else {
     shapes = reference_shapes(args.get("shapes", "all"));
@@ -365,9 +362,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
               prop.multiProcessorCount, budget > 0 ? budget : prop.multiProcessorCount, sets, samples,
               sweep_samples);
   if (random_shapes)
-    std::printf("%zu random shapes, M in %lld-%lld, seed 0x%llx (--seed 0x%llx --rows %lld:%lld repeats them)\n",
-                shapes.size(), (long long)rows.min, (long long)rows.max, (unsigned long long)seed,
-                (unsigned long long)seed, (long long)rows.min, (long long)rows.max);
+    std::printf("%zu random shapes, seed 0x%llx (--seed 0x%llx repeats them)\n", shapes.size(),
+                (unsigned long long)seed, (unsigned long long)seed);
   std::fflush(stdout);
 
   const bool overlap = !args.has("no-overlap");
