@@ -5,6 +5,7 @@
 #include <random>
 
 #include "bench/shape_sample.hpp"
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
 namespace {
@@ -30,6 +31,27 @@ TEST(RandomGemmShapes, StayInRangeAlignedAndSpreadOverDecades) {
   // [256, 32768]. 20000 draws put both within a few standard deviations (~0.004).
   EXPECT_NEAR(small_m / 20000.0, std::log(128.0) / std::log(16384.0), 0.03);
   EXPECT_NEAR(small_n / 20000.0, std::log(8.0) / std::log(128.0), 0.03);
+}
+
+TEST(RandomGemmShapes, RowRangeBoundsMAndKeepsTheDefaultSequence) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const RowRange mid = parse_row_range("64:4095");
+  EXPECT_EQ(mid.min, 64);
+  EXPECT_EQ(mid.max, 4095);
+  int low_half = 0;
+  for (const auto& s : random_gemm_shapes(5000, seed, mid)) {
+    ASSERT_GE(s.m, 64);
+    ASSERT_LE(s.m, 4095);
+    low_half += s.m <= 512;  // half of [64, 4095] in log scale is below ~512
+  }
+  EXPECT_NEAR(low_half / 5000.0, std::log(512.0 / 64.0) / std::log(4095.0 / 64.0), 0.05);
+  for (const auto& s : random_gemm_shapes(20, seed, parse_row_range("300:300"))) EXPECT_EQ(s.m, 300);
+  // The default range is the one the sweeps always drew from: the same seed, the same shapes.
+  const auto a = random_gemm_shapes(50, seed), b = random_gemm_shapes(50, seed, parse_row_range("1:16384"));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].m == b[i].m && a[i].n == b[i].n && a[i].k == b[i].k);
+  for (const char* bad : {"", "64", "64:", ":4095", "0:10", "10:5", "a:b", "64:4095x", "64-4095"})
+    EXPECT_THROW(parse_row_range(bad), tilelink::Error) << bad;
 }
 
 TEST(RandomGemmShapes, SameSeedSameShapesOtherSeedOthers) {

@@ -5,15 +5,17 @@
 //                                       best per shape re-measured; prints the table the
 //                                       heuristic is fitted to
 //   tilelink-bench gemm --with-hooks    cost of world-size-1 signal hooks (eager / deferred)
-//   tilelink-bench gemm --sweep-random N   N random shapes (M log-uniform in 1-16384, N and K
-//                                       multiples of 8 in 256-32768; --seed S, else a fresh seed,
-//                                       printed), then the ratio distribution
+//   tilelink-bench gemm --sweep-random N   N random shapes (M log-uniform in 1-16384, or in LO-HI
+//                                       with --rows LO:HI; N and K multiples of 8 in 256-32768;
+//                                       --seed S, else a fresh seed, printed), then the ratio
+//                                       distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (only these in --sweep, --divisions, --alone and --orders)
 //        --sets N (input buffer sets, >= 2)  --sm-budget N
 //        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only, in their order)
 //        --fused-order (the plain GEMM's configs in the fused ops' tile order)
-//        --divisions (every lib config, and every plain config at each work division, too)
+//        --divisions (every lib config, and every plain config at each work division, too;
+//        --max-splits N: separate-sum slices up to N only)
 //        --orders (every config at its rule's division in each raster x swizzle 1/2/4, too)
 //        --alone (every config as the rule would run it were it the only one allowed, too)
 //        --no-overlap (plain launches without programmatic dependent launch)
@@ -323,12 +325,14 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
 int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<BenchShape> shapes;
   uint64_t seed = 0;
+  tilelink::bench::RowRange rows;
   const bool random_shapes = args.has("sweep-random");
   if (random_shapes) {
     const std::string fixed = args.get("seed", "");
     seed = fixed.empty() ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
                          : std::stoull(fixed, nullptr, 0);
-    for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed))
+    rows = tilelink::bench::parse_row_range(args.get("rows", "1:16384"));
+    for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed, rows))
       shapes.push_back({"rand", d.m, d.n, d.k});
   } else {
     shapes = reference_shapes(args.get("shapes", "all"));
@@ -362,8 +366,9 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
               prop.multiProcessorCount, budget > 0 ? budget : prop.multiProcessorCount, sets, samples,
               sweep_samples);
   if (random_shapes)
-    std::printf("%zu random shapes, seed 0x%llx (--seed 0x%llx repeats them)\n", shapes.size(),
-                (unsigned long long)seed, (unsigned long long)seed);
+    std::printf("%zu random shapes, M in %lld-%lld, seed 0x%llx (--seed 0x%llx --rows %lld:%lld repeats them)\n",
+                shapes.size(), (long long)rows.min, (long long)rows.max, (unsigned long long)seed,
+                (unsigned long long)seed, (long long)rows.min, (long long)rows.max);
   std::fflush(stdout);
 
   const bool overlap = !args.has("no-overlap");
@@ -501,6 +506,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   // separate sum, and those on the stream-K scheduler split 2/4/8/16 ways (where K allows >= 256
   // per slice) and stream-K, against cuBLAS: the table the split rules and the plain priors are fitted to.
   if (args.has("divisions")) {
+    // --max-splits: the most slices with a separate sum measured (fewer: a shorter run).
+    const int max_splits = int(std::clamp<long>(args.get_int("max-splits", kMaxSplits), 2, kMaxSplits));
     std::printf("\n== work divisions of the plain configs (%d samples each, paired with cuBLAS) ==\n", sweep_samples);
     std::fflush(stdout);
     for (const auto& s : shapes) {
@@ -514,13 +521,17 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
           plans.push_back(alone(s, c, use));
         if (config_info(c).set != GemmConfigSet::plain) continue;
         const bool stream_k_scheduler = config_info(c).schedule == GemmSchedule::sk;
-        plans.push_back(GemmPlan{c});
+        // Every division in the tile order the rule runs the config in (the plain GEMM's own).
+        const GemmPlan order = alone(s, c, use);
+        const auto division = [&](Decomposition d, int sp) {
+          return GemmPlan{c, order.raster, order.swizzle, d, sp};
+        };
+        plans.push_back(division(Decomposition::data_parallel, 1));
         for (int sp : {2, 4, 8, 16})
-          if (stream_k_scheduler && s.K / sp >= 256)
-            plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k, sp});
-        for (int sp = 2; sp <= kMaxSplits; ++sp)
-          if (s.K / sp >= 256) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::split_k_reduce, sp});
-        if (stream_k_scheduler) plans.push_back(GemmPlan{c, Raster::along_n, 1, Decomposition::stream_k, 1});
+          if (stream_k_scheduler && s.K / sp >= 256) plans.push_back(division(Decomposition::split_k, sp));
+        for (int sp = 2; sp <= max_splits; ++sp)
+          if (s.K / sp >= 256) plans.push_back(division(Decomposition::split_k_reduce, sp));
+        if (stream_k_scheduler) plans.push_back(division(Decomposition::stream_k, 1));
       }
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
       measure_plans("division", s, b, plans, " chosen " + plan_str(chosen));

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
+
+#include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
 
@@ -16,11 +19,28 @@ int64_t log_uniform(std::mt19937_64& rng, double lo, double hi, int64_t step) {
 }
 }  // namespace
 
-std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed) {
+RowRange parse_row_range(const std::string& text) {
+  RowRange r;
+  const size_t colon = text.find(':');
+  char* end = nullptr;
+  bool ok = colon != std::string::npos && colon > 0 && colon + 1 < text.size();
+  if (ok) {
+    r.min = std::strtoll(text.c_str(), &end, 10);
+    ok = end == text.c_str() + colon;
+  }
+  if (ok) {
+    r.max = std::strtoll(text.c_str() + colon + 1, &end, 10);
+    ok = *end == '\0' && r.min >= 1 && r.min <= r.max;
+  }
+  TL_REQUIRE(ok, "rows '", text, "': expected LO:HI with 1 <= LO <= HI (e.g. 64:4095)");
+  return r;
+}
+
+std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed, RowRange rows) {
   std::mt19937_64 rng(seed);
   std::vector<DrawnShape> shapes;
   for (int i = 0; i < count; ++i) {
-    const int64_t m = log_uniform(rng, 1, 16384, 1);
+    const int64_t m = log_uniform(rng, double(rows.min), double(rows.max), 1);
     const int64_t n = log_uniform(rng, 256, 32768, 8);
     const int64_t k = log_uniform(rng, 256, 32768, 8);
     shapes.push_back({m, n, k});

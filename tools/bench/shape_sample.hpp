@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tilelink::bench {
@@ -11,9 +12,16 @@ struct DrawnShape {
   int64_t m, n, k;
 };
 
-// `count` shapes from `seed`: M log-uniform in [1, 16384]; N and K log-uniform in [256, 32768],
-// rounded to multiples of 8 (16-byte rows). The same seed gives the same shapes.
-std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed);
+// The rows M is drawn from; the default is the whole range the sweeps check the engine on.
+struct RowRange {
+  int64_t min = 1, max = 16384;
+};
+// "LO:HI" (1 <= LO <= HI); throws tilelink::Error naming the text otherwise.
+RowRange parse_row_range(const std::string& text);
+
+// `count` shapes from `seed`: M log-uniform in `rows`; N and K log-uniform in [256, 32768],
+// rounded to multiples of 8 (16-byte rows). The same seed and rows give the same shapes.
+std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed, RowRange rows = {});
 
 // Distribution of speed ratios (reference time / candidate time; > 1: the candidate is faster).
 struct RatioSummary {
