@@ -331,7 +331,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     const std::string fixed = args.get("seed", "");
     seed = fixed.empty() ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
                          : std::stoull(fixed, nullptr, 0);
-    rows = tilelink::bench::parse_row_range(args.get("rows", "1:16384"));
+    if (args.has("rows")) rows = tilelink::bench::parse_row_range(args.get("rows", ""));
     for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed, rows))
       shapes.push_back({"rand", d.m, d.n, d.k});
   } else {
@@ -502,9 +502,10 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   };
 
   // ---- 2b. work divisions of the plain configs ------------------------------------------------
-  // Each `lib` config data-parallel; each `plain` config data-parallel and split 2-32 ways with a
-  // separate sum, and those on the stream-K scheduler split 2/4/8/16 ways (where K allows >= 256
-  // per slice) and stream-K, against cuBLAS: the table the split rules and the plain priors are fitted to.
+  // Each `lib` config as the rule runs it alone; each `plain` config, in the tile order the rule
+  // runs it in, data-parallel and split 2-32 (--max-splits) ways with a separate sum, and those on
+  // the stream-K scheduler chained 2/4/8/16 ways (where K allows >= 256 per slice) and stream-K,
+  // against cuBLAS: the table the split rules and the plain priors are fitted to.
   if (args.has("divisions")) {
     // --max-splits: the most slices with a separate sum measured (fewer: a shorter run).
     const int max_splits = int(std::clamp<long>(args.get_int("max-splits", kMaxSplits), 2, kMaxSplits));
