@@ -29,6 +29,19 @@ __device__ __forceinline__ void add_tail_step(float (&acc)[8], const T* __restri
   }
 }
 
+// Slices whose loads one lane has in flight at once in sum_partial_sums.
+constexpr int kBatch = 4;
+
+__device__ __forceinline__ void load_eight(float4 (&v)[2], const float* __restrict__ p) {
+  v[0] = *reinterpret_cast<const float4*>(p);
+  v[1] = *reinterpret_cast<const float4*>(p + 4);
+}
+
+__device__ __forceinline__ void add_eight(float (&acc)[8], const float4 (&v)[2]) {
+  acc[0] += v[0].x, acc[1] += v[0].y, acc[2] += v[0].z, acc[3] += v[0].w;
+  acc[4] += v[1].x, acc[5] += v[1].y, acc[6] += v[1].z, acc[7] += v[1].w;
+}
+
 // A group of `lanes` threads (a power of two <= 32) per 8 consecutive outputs of a row (N is a
 // multiple of 8). Lane j adds slices j, j + lanes, … in order (two 16-byte loads each) and the
 // tail's 8-column steps j, j + lanes, …; then the group's lanes add their sums in a butterfly,
@@ -60,11 +73,16 @@ __global__ void sum_partial_sums(const float* __restrict__ partials, int splits,
     const int64_t m = g / per_row, n = (g - m * per_row) * 8;
     if (g < groups) {
       const float* src = partials + m * N + n;
-      for (int l = lane; l < splits; l += lanes) {
-        const float4 a = *reinterpret_cast<const float4*>(src + l * slice);
-        const float4 b = *reinterpret_cast<const float4*>(src + l * slice + 4);
-        acc[0] += a.x, acc[1] += a.y, acc[2] += a.z, acc[3] += a.w;
-        acc[4] += b.x, acc[5] += b.y, acc[6] += b.z, acc[7] += b.w;
+      // kBatch slices' loads are issued before any of them is added, so a lane waits for memory
+      // once per batch rather than once per slice; the additions keep the slice order.
+      for (int l = lane; l < splits; l += kBatch * lanes) {
+        float4 part[kBatch][2];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j)
+          if (l + j * lanes < splits) load_eight(part[j], src + (l + j * lanes) * slice);
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j)
+          if (l + j * lanes < splits) add_eight(acc, part[j]);
       }
       for (int64_t c = k0 + 8 * int64_t(lane); c < k0 + k; c += 8 * int64_t(lanes))
         add_tail_step(acc, A, lda, B, ldb, c, m, n);
