@@ -1,0 +1,199 @@
+// tilelink-gemm-probe: every compiled candidate tile (candidates_*.cu) against cuBLASLt as
+// PyTorch's F.linear runs it, per shape. Each candidate's output is checked once against an fp32
+// reference; then candidate and cuBLASLt alternate in CUDA-event-timed blocks of >= 0.5 ms over
+// two input sets, and the median of --samples blocks is printed as CSV:
+//   shape,candidate,us,cublaslt_us,ratio,check      (ratio = cuBLASLt time / candidate time)
+//
+//   tilelink-gemm-probe --shapes 1649x256x4672,1386x1592x8232 [--candidates a,b] [--samples 20] [--seed S]
+//   tilelink-gemm-probe --shapes-file shapes.txt      (one "M N K" per line)
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "candidate.cuh"
+#include "tilelink/testing/check.hpp"
+
+namespace tilelink::probe {
+std::vector<Candidate>& candidates() {
+  static std::vector<Candidate> all;
+  return all;
+}
+}  // namespace tilelink::probe
+
+namespace {
+
+using tilelink::DType;
+namespace test = tilelink::test;
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "gemm-probe: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+struct Shape {
+  int M, N, K;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name) return argv[i + 1];
+  return fallback;
+}
+
+std::vector<Shape> read_shapes(int argc, char** argv) {
+  std::vector<Shape> shapes;
+  for (const auto& s : split(flag(argc, argv, "--shapes", ""), ',')) {
+    Shape x{};
+    if (std::sscanf(s.c_str(), "%dx%dx%d", &x.M, &x.N, &x.K) != 3) {
+      std::fprintf(stderr, "gemm-probe: --shapes: '%s' is not MxNxK\n", s.c_str());
+      std::exit(2);
+    }
+    shapes.push_back(x);
+  }
+  const std::string file = flag(argc, argv, "--shapes-file", "");
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) {
+      std::fprintf(stderr, "gemm-probe: cannot read %s\n", file.c_str());
+      std::exit(2);
+    }
+    for (Shape x{}; in >> x.M >> x.N >> x.K;) shapes.push_back(x);
+  }
+  for (const Shape& s : shapes)
+    if (s.M < 1 || s.N < 8 || s.K < 8 || s.N % 8 || s.K % 8) {
+      std::fprintf(stderr, "gemm-probe: %dx%dx%d: M >= 1, N and K multiples of 8 (TMA alignment)\n", s.M, s.N, s.K);
+      std::exit(2);
+    }
+  return shapes;
+}
+
+// Median over `samples` alternating blocks of each runner; a block repeats its runner for >= 0.5 ms.
+struct Timer {
+  cudaStream_t stream;
+  cudaEvent_t start, stop;
+  double block_us(const std::function<void(int)>& run, int reps) {
+    check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
+    for (int r = 0; r < reps; ++r) run(r & 1);
+    check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    return 1000.0 * ms / reps;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<Shape> shapes = read_shapes(argc, argv);
+  if (shapes.empty()) {
+    std::fprintf(stderr, "usage: tilelink-gemm-probe --shapes MxNxK[,...] | --shapes-file F [--candidates a,b] "
+                         "[--samples N] [--seed S]\ncandidates compiled in:");
+    for (const auto& c : tilelink::probe::candidates()) std::fprintf(stderr, " %s", c.name.c_str());
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
+  const auto wanted = split(flag(argc, argv, "--candidates", ""), ',');
+  const int samples = std::max(5, std::atoi(flag(argc, argv, "--samples", "20").c_str()));
+  const uint64_t seed = std::stoull(flag(argc, argv, "--seed", std::to_string(std::random_device{}())), nullptr, 0);
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  std::fprintf(stderr, "gemm-probe: %s, %d SMs, seed 0x%llx, %d samples\n", prop.name, sms, (unsigned long long)seed,
+               samples);
+
+  Timer timer{};
+  check_cuda(cudaStreamCreate(&timer.stream), "cudaStreamCreate");
+  check_cuda(cudaEventCreate(&timer.start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&timer.stop), "cudaEventCreate");
+  cublasHandle_t handle = nullptr;  // the fp32 reference's
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetStream(handle, timer.stream) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "gemm-probe: cannot make a cuBLAS handle on the stream\n");
+    return 1;
+  }
+  test::CublasGemm cublaslt(timer.stream);
+
+  void* workspace = nullptr;  // grown to the largest a candidate has asked for
+  size_t workspace_size = 0;
+  std::printf("shape,candidate,us,cublaslt_us,ratio,check\n");
+  for (const Shape& s : shapes) {
+    const size_t a_elems = size_t(s.M) * s.K, b_elems = size_t(s.N) * s.K, d_elems = size_t(s.M) * s.N;
+    void *A[2], *B[2], *D = nullptr;
+    float* ref = nullptr;
+    for (int i = 0; i < 2; ++i) {
+      check_cuda(cudaMalloc(&A[i], a_elems * 2), "cudaMalloc");
+      check_cuda(cudaMalloc(&B[i], b_elems * 2), "cudaMalloc");
+      test::fill_uniform(DType::bf16, A[i], int64_t(a_elems), seed + 4 * i, 1.0f, timer.stream);
+      test::fill_uniform(DType::bf16, B[i], int64_t(b_elems), seed + 4 * i + 1, 1.0f, timer.stream);
+    }
+    check_cuda(cudaMalloc(&D, d_elems * 2), "cudaMalloc");
+    check_cuda(cudaMalloc(&ref, d_elems * sizeof(float)), "cudaMalloc");
+    test::reference_gemm(handle, DType::bf16, A[0], B[0], ref, s.M, s.N, s.K, timer.stream);
+    const test::Tolerance tol = test::gemm_tolerance(DType::bf16, s.K);
+    auto baseline = [&](int i) { cublaslt.run(DType::bf16, A[i], B[i], D, s.M, s.N, s.K); };
+    for (const auto& c : tilelink::probe::candidates()) {
+      if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end()) continue;
+      const size_t need = c.workspace_bytes(s.M, s.N, s.K, sms);
+      if (need > workspace_size) {
+        if (workspace) check_cuda(cudaFree(workspace), "cudaFree");
+        check_cuda(cudaMalloc(&workspace, need), "cudaMalloc");
+        workspace_size = need;
+      }
+      test::poison_nan(DType::bf16, D, int64_t(d_elems), timer.stream);
+      if (!c.run(A[0], B[0], D, s.M, s.N, s.K, workspace, sms, timer.stream)) {
+        std::printf("%dx%dx%d,%s,,,,refused\n", s.M, s.N, s.K, c.name.c_str());
+        continue;
+      }
+      check_cuda(cudaGetLastError(), c.name.c_str());
+      const test::Comparison cmp =
+          test::compare(DType::bf16, D, s.N, ref, s.M, s.N, tol.atol, tol.rtol, timer.stream);
+      const bool ok = cmp.bad == 0 && cmp.rel_fro <= tol.rel_fro;
+      auto candidate = [&](int i) { c.run(A[i], B[i], D, s.M, s.N, s.K, workspace, sms, timer.stream); };
+      const int reps = std::max(2, int(500.0 / std::max(timer.block_us(candidate, 3), 1.0)));
+      for (int w = 0; w < 3; ++w) {  // warm-up
+        timer.block_us(candidate, reps);
+        timer.block_us(baseline, reps);
+      }
+      std::vector<double> mine, theirs;
+      for (int i = 0; i < samples; ++i) {
+        mine.push_back(timer.block_us(candidate, reps));
+        theirs.push_back(timer.block_us(baseline, reps));
+      }
+      check_cuda(cudaGetLastError(), c.name.c_str());
+      const double us = median(mine), base = median(theirs);
+      std::printf("%dx%dx%d,%s,%.2f,%.2f,%.3f,%s\n", s.M, s.N, s.K, c.name.c_str(), us, base, base / us,
+                  ok ? "ok" : test::describe(cmp).c_str());
+      std::fflush(stdout);
+    }
+    for (void* p : {A[0], A[1], B[0], B[1], D, static_cast<void*>(ref)}) check_cuda(cudaFree(p), "cudaFree");
+  }
+  if (workspace) check_cuda(cudaFree(workspace), "cudaFree");
+  return 0;
+}
