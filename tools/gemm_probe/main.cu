@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/registry.hpp"
 #include "candidate.cuh"
 #include "tilelink/testing/check.hpp"
 
@@ -53,15 +55,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == name) return argv[i + 1];
-  return fallback;
-}
-
-std::vector<Shape> read_shapes(int argc, char** argv) {
+std::vector<Shape> read_shapes(const tilelink::bench::Args& args) {
   std::vector<Shape> shapes;
-  for (const auto& s : split(flag(argc, argv, "--shapes", ""), ',')) {
+  for (const auto& s : split(args.get("shapes", ""), ',')) {
     Shape x{};
     if (std::sscanf(s.c_str(), "%dx%dx%d", &x.M, &x.N, &x.K) != 3) {
       std::fprintf(stderr, "gemm-probe: --shapes: '%s' is not MxNxK\n", s.c_str());
@@ -69,7 +65,7 @@ std::vector<Shape> read_shapes(int argc, char** argv) {
     }
     shapes.push_back(x);
   }
-  const std::string file = flag(argc, argv, "--shapes-file", "");
+  const std::string file = args.get("shapes-file", "");
   if (!file.empty()) {
     std::ifstream in(file);
     if (!in) {
@@ -108,8 +104,9 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::vector<Shape> shapes = read_shapes(argc, argv);
+static int probe(int argc, char** argv) {
+  const tilelink::bench::Args args(argc, argv);
+  const std::vector<Shape> shapes = read_shapes(args);
   if (shapes.empty()) {
     std::fprintf(stderr, "usage: tilelink-gemm-probe --shapes MxNxK[,...] | --shapes-file F [--candidates a,b] "
                          "[--samples N] [--seed S]\ncandidates compiled in:");
@@ -117,9 +114,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "\n");
     return 2;
   }
-  const auto wanted = split(flag(argc, argv, "--candidates", ""), ',');
-  const int samples = std::max(5, std::atoi(flag(argc, argv, "--samples", "20").c_str()));
-  const uint64_t seed = std::stoull(flag(argc, argv, "--seed", std::to_string(std::random_device{}())), nullptr, 0);
+  const auto wanted = split(args.get("candidates", ""), ',');
+  for (const auto& name : wanted)
+    if (std::none_of(tilelink::probe::candidates().begin(), tilelink::probe::candidates().end(),
+                     [&](const tilelink::probe::Candidate& c) { return c.name == name; })) {
+      std::fprintf(stderr, "gemm-probe: --candidates: no candidate '%s' compiled in\n", name.c_str());
+      return 2;
+    }
+  const int samples = int(std::max(5L, args.get_int("samples", 20)));
+  const uint64_t seed = uint64_t(args.get_int("seed", long(std::random_device{}())));
   int device = 0, sms = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
@@ -196,4 +199,13 @@ int main(int argc, char** argv) {
   }
   if (workspace) check_cuda(cudaFree(workspace), "cudaFree");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return probe(argc, argv);
+  } catch (const std::exception& e) {  // bad flags (tilelink::Error), cuBLASLt refusing a shape
+    std::fprintf(stderr, "gemm-probe: %s\n", e.what());
+    return 2;
+  }
 }
