@@ -33,10 +33,10 @@ TEST(RandomGemmShapes, StayInRangeAlignedAndSpreadOverDecades) {
   EXPECT_NEAR(small_n / 20000.0, std::log(8.0) / std::log(128.0), 0.03);
 }
 
-TEST(RandomGemmShapes, RowRangeBoundsMAndKeepsTheDefaultSequence) {
+TEST(RandomGemmShapes, RangesBoundMAndNAndKeepTheDefaultSequence) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  const RowRange mid = parse_row_range("64:4095");
+  const SizeRange mid = parse_size_range("64:4095", "--rows");
   EXPECT_EQ(mid.min, 64);
   EXPECT_EQ(mid.max, 4095);
   int low_half = 0;
@@ -46,12 +46,25 @@ TEST(RandomGemmShapes, RowRangeBoundsMAndKeepsTheDefaultSequence) {
     low_half += s.m <= 512;  // half of [64, 4095] in log scale is below ~512
   }
   EXPECT_NEAR(low_half / 5000.0, std::log(512.0 / 64.0) / std::log(4095.0 / 64.0), 0.05);
-  for (const auto& s : random_gemm_shapes(20, seed, parse_row_range("300:300"))) EXPECT_EQ(s.m, 300);
+  for (const auto& s : random_gemm_shapes(20, seed, parse_size_range("300:300", "--rows"))) EXPECT_EQ(s.m, 300);
   // The default range is the one the sweeps always drew from: the same seed, the same shapes.
-  const auto a = random_gemm_shapes(50, seed), b = random_gemm_shapes(50, seed, parse_row_range("1:16384"));
+  const auto a = random_gemm_shapes(50, seed), b = random_gemm_shapes(50, seed, parse_size_range("1:16384", "--rows"),
+                                                                   parse_size_range("256:32768", "--cols"));
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].m == b[i].m && a[i].n == b[i].n && a[i].k == b[i].k);
   for (const char* bad : {"", "64", "64:", ":4095", "0:10", "10:5", "a:b", "64:4095x", "64-4095"})
-    EXPECT_THROW(parse_row_range(bad), tilelink::Error) << bad;
+    EXPECT_THROW(parse_size_range(bad, "--rows"), tilelink::Error) << bad;
+  // Columns: multiples of 8 inside the range, N alone changes (M and K draw as before).
+  const auto narrow = random_gemm_shapes(2000, seed, kDefaultRows, parse_size_range("250:770", "--cols"));
+  const auto wide = random_gemm_shapes(2000, seed);
+  for (size_t i = 0; i < narrow.size(); ++i) {
+    ASSERT_GE(narrow[i].n, 256);
+    ASSERT_LE(narrow[i].n, 768);
+    ASSERT_EQ(narrow[i].n % 8, 0);
+    ASSERT_TRUE(narrow[i].m == wide[i].m && narrow[i].k == wide[i].k);
+  }
+  for (const auto& s : random_gemm_shapes(10, seed, kDefaultRows, parse_size_range("1000:1007", "--cols")))
+    EXPECT_EQ(s.n, 1000);
+  EXPECT_THROW(random_gemm_shapes(1, seed, kDefaultRows, parse_size_range("1001:1007", "--cols")), tilelink::Error);
 }
 
 TEST(RandomGemmShapes, SameSeedSameShapesOtherSeedOthers) {

@@ -6,11 +6,12 @@
 //                                       heuristic is fitted to
 //   tilelink-bench gemm --with-hooks    cost of world-size-1 signal hooks (eager / deferred)
 //   tilelink-bench gemm --sweep-random N   N random shapes (M log-uniform in 1-16384, or in LO-HI
-//                                       with --rows LO:HI; N and K multiples of 8 in 256-32768;
-//                                       --seed S, else a fresh seed, printed), then the ratio
-//                                       distribution
+//                                       with --rows LO:HI; N and K multiples of 8 in 256-32768,
+//                                       N in LO-HI with --cols LO:HI; --seed S, else a fresh
+//                                       seed, printed), then the ratio distribution
 // Flags: --shapes ag|rs|decode|all|MxNxK[,MxNxK...]  --samples N (20+, final numbers)  --sweep-samples N
 //        --configs a,b,c (only these in --sweep, --divisions, --alone and --orders)
+//        --without a,b (the rule may not choose these: what it loses without them)
 //        --sets N (input buffer sets, >= 2)  --sm-budget N
 //        --csv FILE  --no-check  --lib-only (choose among the fused ops' configs only, in their order)
 //        --fused-order (the plain GEMM's configs in the fused ops' tile order)
@@ -248,15 +249,15 @@ std::vector<double> measure(Timer& t, const std::vector<Launch>& cands, int samp
   return med;
 }
 
-// The configs named in a comma-separated list (all of them for an empty one); an unknown name
-// is an error, not an empty table.
-uint64_t named_configs(const std::string& list) {
-  if (list.empty()) return ~uint64_t(0);
+// The configs named in a comma-separated list (`if_empty` for an empty one); an unknown name is an
+// error naming `flag`, not an empty table.
+uint64_t named_configs(const std::string& list, const char* flag, uint64_t if_empty) {
+  if (list.empty()) return if_empty;
   uint64_t bits = 0;
   std::stringstream names(list);
   for (std::string name; std::getline(names, name, ',');) {
     GemmConfig c{};
-    TL_REQUIRE(parse_config(name, &c), "gemm bench: --configs: unknown config '", name, "'");
+    TL_REQUIRE(parse_config(name, &c), "gemm bench: ", flag, ": unknown config '", name, "'");
     bits |= config_bit(c);
   }
   return bits;
@@ -325,14 +326,16 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
 int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<BenchShape> shapes;
   uint64_t seed = 0;
-  tilelink::bench::RowRange rows;
+  tilelink::bench::SizeRange rows = tilelink::bench::kDefaultRows, cols = tilelink::bench::kDefaultCols;
   const bool random_shapes = args.has("sweep-random");
   if (random_shapes) {
     const std::string fixed = args.get("seed", "");
     seed = fixed.empty() ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
                          : std::stoull(fixed, nullptr, 0);
-    if (args.has("rows")) rows = tilelink::bench::parse_row_range(args.get("rows", ""));
-    for (const auto& d : tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed, rows))
+    if (args.has("rows")) rows = tilelink::bench::parse_size_range(args.get("rows", ""), "--rows");
+    if (args.has("cols")) cols = tilelink::bench::parse_size_range(args.get("cols", ""), "--cols");
+    for (const auto& d :
+         tilelink::bench::random_gemm_shapes(int(args.get_int("sweep-random", 100)), seed, rows, cols))
       shapes.push_back({"rand", d.m, d.n, d.k});
   } else {
     shapes = reference_shapes(args.get("shapes", "all"));
@@ -343,11 +346,13 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   const int budget = int(args.get_int("sm-budget", 0));
   const bool do_check = !args.has("no-check");
   // The plain GEMM chooses among lib + plain; --lib-only: the set the fused ops' kernels have.
-  const uint64_t mask = args.has("lib-only") ? kLibConfigMask : kPlainConfigMask;
+  // --without: configs the rule may not choose (what it loses without them, in the same binary).
+  const uint64_t without = named_configs(args.get("without", ""), "--without", 0);
+  const uint64_t mask = (args.has("lib-only") ? kLibConfigMask : kPlainConfigMask) & ~without;
   // --fused-order: the plain set in the fused ops' tile order (measures the plain order rule).
   const PlanUse use = args.has("lib-only") || args.has("fused-order") ? PlanUse::fused_op : PlanUse::plain;
   // --configs: the configs the per-config tables measure (the rule's own pick still chooses among `mask`).
-  const uint64_t named = named_configs(args.get("configs", ""));
+  const uint64_t named = named_configs(args.get("configs", ""), "--configs", ~uint64_t(0));
   // A config as the rule would run it were it the only one allowed.
   const auto alone = [&](const BenchShape& s, GemmConfig c, PlanUse u) {
     return choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, config_bit(c), u);
@@ -366,9 +371,11 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
               prop.multiProcessorCount, budget > 0 ? budget : prop.multiProcessorCount, sets, samples,
               sweep_samples);
   if (random_shapes)
-    std::printf("%zu random shapes, M in %lld-%lld, seed 0x%llx (--seed 0x%llx --rows %lld:%lld repeats them)\n",
-                shapes.size(), (long long)rows.min, (long long)rows.max, (unsigned long long)seed,
-                (unsigned long long)seed, (long long)rows.min, (long long)rows.max);
+    std::printf("%zu random shapes, M in %lld-%lld, N in %lld-%lld, seed 0x%llx (--seed 0x%llx --rows %lld:%lld "
+                "--cols %lld:%lld repeats them)\n",
+                shapes.size(), (long long)rows.min, (long long)rows.max, (long long)cols.min, (long long)cols.max,
+                (unsigned long long)seed, (unsigned long long)seed, (long long)rows.min, (long long)rows.max,
+                (long long)cols.min, (long long)cols.max);
   std::fflush(stdout);
 
   const bool overlap = !args.has("no-overlap");

@@ -11,16 +11,18 @@
 namespace tilelink::bench {
 
 namespace {
-// exp(uniform(log lo, log hi)), rounded to a multiple of `step`, kept inside [lo, hi].
+// exp(uniform(log lo, log hi)), rounded to a multiple of `step`, kept on the multiples inside
+// [lo, hi] (the caller makes sure there is one).
 int64_t log_uniform(std::mt19937_64& rng, double lo, double hi, int64_t step) {
   std::uniform_real_distribution<double> u(std::log(lo), std::log(hi));
   const auto v = int64_t(std::llround(std::exp(u(rng)) / double(step))) * step;
-  return std::clamp<int64_t>(v, int64_t(lo), int64_t(hi));
+  const int64_t first = (int64_t(lo) + step - 1) / step * step, last = int64_t(hi) / step * step;
+  return std::clamp<int64_t>(v, first, last);
 }
 }  // namespace
 
-RowRange parse_row_range(const std::string& text) {
-  RowRange r;
+SizeRange parse_size_range(const std::string& text, const char* what) {
+  SizeRange r{0, 0};
   const size_t colon = text.find(':');
   char* end = nullptr;
   bool ok = colon != std::string::npos && colon > 0 && colon + 1 < text.size();
@@ -32,16 +34,18 @@ RowRange parse_row_range(const std::string& text) {
     r.max = std::strtoll(text.c_str() + colon + 1, &end, 10);
     ok = *end == '\0' && r.min >= 1 && r.min <= r.max;
   }
-  TL_REQUIRE(ok, "rows '", text, "': expected LO:HI with 1 <= LO <= HI (e.g. 64:4095)");
+  TL_REQUIRE(ok, what, " '", text, "': expected LO:HI with 1 <= LO <= HI (e.g. 64:4095)");
   return r;
 }
 
-std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed, RowRange rows) {
+std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed, SizeRange rows, SizeRange cols) {
+  TL_REQUIRE((cols.min + 7) / 8 * 8 <= cols.max, "random_gemm_shapes: columns ", cols.min, ":", cols.max,
+             " hold no multiple of 8");
   std::mt19937_64 rng(seed);
   std::vector<DrawnShape> shapes;
   for (int i = 0; i < count; ++i) {
     const int64_t m = log_uniform(rng, double(rows.min), double(rows.max), 1);
-    const int64_t n = log_uniform(rng, 256, 32768, 8);
+    const int64_t n = log_uniform(rng, double(cols.min), double(cols.max), 8);
     const int64_t k = log_uniform(rng, 256, 32768, 8);
     shapes.push_back({m, n, k});
   }

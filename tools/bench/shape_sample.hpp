@@ -12,16 +12,21 @@ struct DrawnShape {
   int64_t m, n, k;
 };
 
-// The rows M is drawn from; the default is the whole range the sweeps check the engine on.
-struct RowRange {
-  int64_t min = 1, max = 16384;
+// An inclusive range one dimension is drawn from.
+struct SizeRange {
+  int64_t min, max;
 };
-// "LO:HI" (1 <= LO <= HI); throws tilelink::Error naming the text otherwise.
-RowRange parse_row_range(const std::string& text);
+// The defaults are the whole ranges the sweeps check the engine on.
+inline constexpr SizeRange kDefaultRows{1, 16384};
+inline constexpr SizeRange kDefaultCols{256, 32768};
+// "LO:HI" (1 <= LO <= HI); throws tilelink::Error naming `what` (the flag) and the text otherwise.
+SizeRange parse_size_range(const std::string& text, const char* what);
 
-// `count` shapes from `seed`: M log-uniform in `rows`; N and K log-uniform in [256, 32768],
-// rounded to multiples of 8 (16-byte rows). The same seed and rows give the same shapes.
-std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed, RowRange rows = {});
+// `count` shapes from `seed`: M log-uniform in `rows`; N log-uniform in `cols` and K in
+// [256, 32768], both rounded to multiples of 8 (16-byte rows) inside their range. The same seed
+// and ranges give the same shapes; a column range must hold a multiple of 8.
+std::vector<DrawnShape> random_gemm_shapes(int count, uint64_t seed, SizeRange rows = kDefaultRows,
+                                           SizeRange cols = kDefaultCols);
 
 // Distribution of speed ratios (reference time / candidate time; > 1: the candidate is faster).
 struct RatioSummary {
