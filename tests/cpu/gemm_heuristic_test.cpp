@@ -126,7 +126,9 @@ TEST(GemmHeuristic, TensToHundredsOfRowsTakeAWideSwappedTile) {
   const g::GemmPlan deep = plain(96, 5360, 12432);
   EXPECT_EQ(deep.config, g::GemmConfig::ppba_128x96_c1x1);
   EXPECT_EQ(deep.decomposition, g::Decomposition::split_k_reduce);
-  for (int64_t m : {64, 100, 200, 300, 500, 1000, 3000, 8000})
+  // From 4096 rows the grid-fill score chooses, and it takes a wide tile over four columns of M
+  // at most (at 64-4095 rows the time model may take more: MidSizedRowsChooseByPredictedTime).
+  for (int64_t m : {4096, 6000, 8000, 16000})
     for (int64_t n : {512, 4096, 28672})
       for (int64_t k : {512, 4096, 16384}) {
         const auto& c = g::config_info(plain(m, n, k).config);
@@ -264,6 +266,14 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   EXPECT_EQ(plain(2293, 6464, 2696).config, g::GemmConfig::pp_128x192_c2x1);
   // 377 x 352 x 640: the 128x96 swapped tile 0.78x, the narrow 64x32 one over 12 columns 1.14x.
   EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x1);
+  // Narrow N, M in the thousands: the wide swapped tiles over many columns of M (one wave of
+  // them holds all of B's few weight tiles), where the unswapped tiles' grid is short.
+  // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt, the unswapped
+  // pp_128x128_c1x2 1.00x; 2422 x 832 x 632 on 13 columns of the clustered 128x192 tile 1.15x,
+  // sk_128x128_c1x1 0.81x; 2353 x 552 x 2592: 0.79x against pp_128x128_c2x1's 0.65x.
+  EXPECT_EQ(plain(3058, 448, 7584).config, g::GemmConfig::ppba_128x96_c1x2);
+  EXPECT_EQ(plain(2422, 832, 632).config, g::GemmConfig::cpba_128x192_c2x1);
+  EXPECT_EQ(plain(2353, 552, 2592).config, g::GemmConfig::ppba_128x96_c1x2);
   // The fused ops keep the measured priors there: the same shape can take another config.
   EXPECT_EQ(g::choose_config(g::packed({2293, 6464, 2696}), DType::bf16, 132, g::kPlainConfigMask).config,
             g::GemmConfig::pp_128x128_c2x1);

@@ -53,7 +53,10 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     if (!(allowed & (uint64_t(1) << i))) continue;
     if (c.cluster_m * c.cluster_n > sms || few_rows_only(static_cast<GemmConfig>(i))) continue;
     const Candidate cand = best_division(s, static_cast<GemmConfig>(i), sms);
-    const double us = timed && cand.score > 0.0 ? plain_time_us(s, cand.plan, sms) : -1.0;
+    // Timed: every config at its score's division, even one the score rules out (a wide swapped
+    // tile over more columns of M than the score is fitted for: the time model was fitted on
+    // them too, and they win where N is narrow and M in the thousands).
+    const double us = timed ? plain_time_us(s, cand.plan, sms) : -1.0;
     if (us > 0.0) {
       // Timed candidates beat untimed ones (configs without a fitted time: the sweep set).
       if (best_us < 0.0 || us < best_us * (1.0 - 1e-9)) best = cand, best_us = us;

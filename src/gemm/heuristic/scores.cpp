@@ -104,8 +104,10 @@ double stream_k_efficiency(const GemmShape& s, const GemmConfigInfo& c, int sms)
 // the lower 5.0. 144-wide ping-pong and cooperative tiles were built too and ran at 2.8 (a
 // 16-column epilogue step, as the unswapped 144-wide tiles before them): dropped.
 //
-// At most kMaxWideSwappedColumns columns of M per wide tile: beyond, other tiles won every
-// measured shape but one by 1.5% (809 x 16488 x 1472 on nine 192x96 columns). kWidePrior weighs
+// The score takes a wide tile over at most kMaxWideSwappedColumns columns of M: beyond, other
+// tiles won every measured shape but one by 1.5% (809 x 16488 x 1472 on nine 192x96 columns).
+// At 64-4095 rows the time model compares them over any number of columns instead (whole, the
+// division given here): narrow N with M in the thousands is where they win. kWidePrior weighs
 // their time score against the unswapped tiles' grid fill: the model's ideal kernel runs 5 TFLOP/s
 // per SM where the best unswapped tiles run ~6.3 (prior 1.04), and the rule's picks over the
 // measured shapes were best at 0.70-0.80.
