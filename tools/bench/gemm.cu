@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/gpu_spin.hpp"
+#include "bench/interleaved_timer.hpp"
 #include "bench/registry.hpp"
 #include "bench/shape_sample.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
@@ -196,58 +196,8 @@ void launch_any(GemmConfig c, const GemmArgs<bf16>& a, const GemmLaunchOptions& 
   }
 }
 
-using Launch = std::function<void(int set)>;
-
-struct Timer {
-  cudaStream_t stream;
-  int sets;
-  cudaEvent_t e0, e1;
-  Timer(cudaStream_t s, int nsets) : stream(s), sets(nsets) {
-    BENCH_CUDA(cudaEventCreate(&e0));
-    BENCH_CUDA(cudaEventCreate(&e1));
-  }
-  ~Timer() {
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-  }
-  // ms per launch of one block of `reps` launches, rotating buffer sets.
-  double block(const Launch& f, int reps, int& rot) {
-    // GPU busy while the host enqueues the block: host launch latency (which differs between the
-    // engine and cuBLAS) stays out of it.
-    tilelink::bench::gpu_spin(stream, 100 + 50 * reps);
-    BENCH_CUDA(cudaEventRecord(e0, stream));
-    for (int i = 0; i < reps; ++i) f(rot++ % sets);
-    BENCH_CUDA(cudaEventRecord(e1, stream));
-    BENCH_CUDA(cudaEventSynchronize(e1));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    return double(ms) / reps;
-  }
-  int reps_for(const Launch& f, int& rot) {
-    for (int i = 0; i < 3; ++i) f(rot++ % sets);  // warm-up (first launch sets attributes)
-    const double t = block(f, 2, rot);
-    return std::max(1, int(std::ceil(0.5 / std::max(t, 1e-3))));
-  }
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Interleaved medians of several candidates: sample c0, c1, ..., c0, c1, ...
-std::vector<double> measure(Timer& t, const std::vector<Launch>& cands, int samples) {
-  int rot = 0;
-  std::vector<int> reps;
-  for (const auto& c : cands) reps.push_back(t.reps_for(c, rot));
-  std::vector<std::vector<double>> v(cands.size());
-  for (int s = 0; s < samples; ++s)
-    for (size_t i = 0; i < cands.size(); ++i) v[i].push_back(t.block(cands[i], reps[i], rot));
-  std::vector<double> med;
-  for (auto& x : v) med.push_back(median(x));
-  return med;
-}
+using tilelink::bench::InterleavedTimer;
+using tilelink::bench::Launch;
 
 // The configs named in a comma-separated list (`if_empty` for an empty one); an unknown name is an
 // error naming `flag`, not an empty table.
@@ -362,7 +312,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   cudaStream_t st;
   BENCH_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   Cublas cb(st);
-  Timer timer(st, sets);
+  InterleavedTimer timer(st, sets);
   int dev = 0;
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDevice(&dev));
@@ -402,7 +352,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
     std::string chk = "skipped";
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
-    const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
+    const auto med = timer.measure({engine(b, p), cublas(b)}, samples);
     ratios.push_back(med[1] / med[0]);
     std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f  %s\n", s.group.c_str(), (long long)s.M,
                 (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
@@ -451,7 +401,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         for (Raster r : rasters) {
           for (int sw : swizzles) {
             const GemmPlan p{c, r, sw};
-            const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
+            const auto med = timer.measure({engine(b, p), cublas(b)}, sweep_samples);
             rows.push_back({p, med[0], med[1]});
             std::printf(" %s%d=%.3f", r == Raster::along_n ? "n" : "m", sw, med[1] / med[0]);
             csv.row("sweep", s, p, med[0], med[1]);
@@ -472,7 +422,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     std::printf("\n== sweep winners re-measured (median of %d interleaved samples) ==\n", samples);
     for (const auto& [s, p] : best_plans) {
       Buffers b(s, sets);
-      const auto med = measure(timer, {engine(b, p), cublas(b)}, samples);
+      const auto med = timer.measure({engine(b, p), cublas(b)}, samples);
       best_log_sum += std::log(med[1] / med[0]);
       std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f\n", s.group.c_str(), (long long)s.M,
                   (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
@@ -497,7 +447,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         const std::string chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
         if (chk.rfind("ok", 0) != 0) std::printf(" [%s %s]", plan_str(p).c_str(), chk.c_str());
       }
-      const auto med = measure(timer, {engine(b, p), cublas(b)}, sweep_samples);
+      const auto med = timer.measure({engine(b, p), cublas(b)}, sweep_samples);
       const double r = med[1] / med[0];
       std::printf(" %s=%.3f", plan_str(p).c_str(), r);
       csv.row(mode, s, p, med[0], med[1]);
@@ -641,7 +591,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         std::string chk = "";
         if (do_check) chk = check_against_cublas(b, cb, [&] { eager(0); }, st) + " / " +
                             check_against_cublas(b, cb, [&] { deferred(0); }, st);
-        const auto med = measure(timer, {none, eager, deferred}, samples);
+        const auto med = timer.measure({none, eager, deferred}, samples);
         std::printf("%-6s %6lld %6lld %6lld  %-20s %9.4f %9.4f %9.4f %+7.2f%% %+7.2f%%  %s\n", s.group.c_str(),
                     (long long)s.M, (long long)s.N, (long long)s.K, config_name(c), med[0], med[1], med[2],
                     100.0 * (med[1] / med[0] - 1.0), 100.0 * (med[2] / med[0] - 1.0), chk.c_str());

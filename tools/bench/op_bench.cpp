@@ -6,18 +6,11 @@
 #include <random>
 #include <sstream>
 
+#include "bench/interleaved_timer.hpp"
 #include "bench/shape_sample.hpp"
 #include "tilelink/core/error.hpp"
 
 namespace tilelink::bench {
-
-namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-}  // namespace
 
 BenchWorld::BenchWorld(const Args& args, int ranks, const WorldOptions& options) {
   if (args.has("mpi")) {

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/interleaved_timer.hpp"
 #include "bench/registry.hpp"
 #if defined(TILELINK_BENCH_NVSHMEM)
 #include "bench/nvshmem/primitives_nvshmem.hpp"
@@ -134,11 +135,7 @@ void check(cudaError_t err, const char* what) {
                            cudaGetErrorString(err), ")");
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using tilelink::bench::median;
 
 std::string human_bytes(size_t b) {
   char buf[32];

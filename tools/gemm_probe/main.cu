@@ -1,6 +1,7 @@
 // tilelink-gemm-probe: every compiled candidate tile (candidates_*.cu) against cuBLASLt as
 // PyTorch's F.linear runs it, per shape. Each candidate's output is checked once against an fp32
-// reference; then candidate and cuBLASLt alternate in CUDA-event-timed blocks of >= 0.5 ms over
+// reference; then candidate and cuBLASLt alternate in CUDA-event-timed blocks of >= 0.5 ms (the
+// bench's InterleavedTimer: host launch latency kept out by a spin kernel) over
 // two input sets, and the median of --samples blocks is printed as CSV:
 //   shape,candidate,us,cublaslt_us,ratio,check      (ratio = cuBLASLt time / candidate time)
 //
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/interleaved_timer.hpp"
 #include "bench/registry.hpp"
 #include "candidate.cuh"
 #include "tilelink/testing/check.hpp"
@@ -82,25 +84,6 @@ std::vector<Shape> read_shapes(const tilelink::bench::Args& args) {
   return shapes;
 }
 
-// Median over `samples` alternating blocks of each runner; a block repeats its runner for >= 0.5 ms.
-struct Timer {
-  cudaStream_t stream;
-  cudaEvent_t start, stop;
-  double block_us(const std::function<void(int)>& run, int reps) {
-    check_cuda(cudaEventRecord(start, stream), "cudaEventRecord");
-    for (int r = 0; r < reps; ++r) run(r & 1);
-    check_cuda(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    return 1000.0 * ms / reps;
-  }
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -131,17 +114,15 @@ static int probe(int argc, char** argv) {
   std::fprintf(stderr, "gemm-probe: %s, %d SMs, seed 0x%llx, %d samples\n", prop.name, sms, (unsigned long long)seed,
                samples);
 
-  Timer timer{};
-  check_cuda(cudaStreamCreate(&timer.stream), "cudaStreamCreate");
-  check_cuda(cudaEventCreate(&timer.start), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&timer.stop), "cudaEventCreate");
+  cudaStream_t stream = nullptr;
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  tilelink::bench::InterleavedTimer timer(stream, 2);
   cublasHandle_t handle = nullptr;  // the fp32 reference's
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS ||
-      cublasSetStream(handle, timer.stream) != CUBLAS_STATUS_SUCCESS) {
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS || cublasSetStream(handle, stream) != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "gemm-probe: cannot make a cuBLAS handle on the stream\n");
     return 1;
   }
-  test::CublasGemm cublaslt(timer.stream);
+  test::CublasGemm cublaslt(stream);
 
   void* workspace = nullptr;  // grown to the largest a candidate has asked for
   size_t workspace_size = 0;
@@ -153,12 +134,12 @@ static int probe(int argc, char** argv) {
     for (int i = 0; i < 2; ++i) {
       check_cuda(cudaMalloc(&A[i], a_elems * 2), "cudaMalloc");
       check_cuda(cudaMalloc(&B[i], b_elems * 2), "cudaMalloc");
-      test::fill_uniform(DType::bf16, A[i], int64_t(a_elems), seed + 4 * i, 1.0f, timer.stream);
-      test::fill_uniform(DType::bf16, B[i], int64_t(b_elems), seed + 4 * i + 1, 1.0f, timer.stream);
+      test::fill_uniform(DType::bf16, A[i], int64_t(a_elems), seed + 4 * i, 1.0f, stream);
+      test::fill_uniform(DType::bf16, B[i], int64_t(b_elems), seed + 4 * i + 1, 1.0f, stream);
     }
     check_cuda(cudaMalloc(&D, d_elems * 2), "cudaMalloc");
     check_cuda(cudaMalloc(&ref, d_elems * sizeof(float)), "cudaMalloc");
-    test::reference_gemm(handle, DType::bf16, A[0], B[0], ref, s.M, s.N, s.K, timer.stream);
+    test::reference_gemm(handle, DType::bf16, A[0], B[0], ref, s.M, s.N, s.K, stream);
     const test::Tolerance tol = test::gemm_tolerance(DType::bf16, s.K);
     auto baseline = [&](int i) { cublaslt.run(DType::bf16, A[i], B[i], D, s.M, s.N, s.K); };
     for (const auto& c : tilelink::probe::candidates()) {
@@ -169,28 +150,19 @@ static int probe(int argc, char** argv) {
         check_cuda(cudaMalloc(&workspace, need), "cudaMalloc");
         workspace_size = need;
       }
-      test::poison_nan(DType::bf16, D, int64_t(d_elems), timer.stream);
-      if (!c.run(A[0], B[0], D, s.M, s.N, s.K, workspace, sms, timer.stream)) {
+      test::poison_nan(DType::bf16, D, int64_t(d_elems), stream);
+      if (!c.run(A[0], B[0], D, s.M, s.N, s.K, workspace, sms, stream)) {
         std::printf("%dx%dx%d,%s,,,,refused\n", s.M, s.N, s.K, c.name.c_str());
         continue;
       }
       check_cuda(cudaGetLastError(), c.name.c_str());
       const test::Comparison cmp =
-          test::compare(DType::bf16, D, s.N, ref, s.M, s.N, tol.atol, tol.rtol, timer.stream);
+          test::compare(DType::bf16, D, s.N, ref, s.M, s.N, tol.atol, tol.rtol, stream);
       const bool ok = cmp.bad == 0 && cmp.rel_fro <= tol.rel_fro;
-      auto candidate = [&](int i) { c.run(A[i], B[i], D, s.M, s.N, s.K, workspace, sms, timer.stream); };
-      const int reps = std::max(2, int(500.0 / std::max(timer.block_us(candidate, 3), 1.0)));
-      for (int w = 0; w < 3; ++w) {  // warm-up
-        timer.block_us(candidate, reps);
-        timer.block_us(baseline, reps);
-      }
-      std::vector<double> mine, theirs;
-      for (int i = 0; i < samples; ++i) {
-        mine.push_back(timer.block_us(candidate, reps));
-        theirs.push_back(timer.block_us(baseline, reps));
-      }
+      auto candidate = [&](int i) { c.run(A[i], B[i], D, s.M, s.N, s.K, workspace, sms, stream); };
+      const std::vector<double> ms = timer.measure({candidate, baseline}, samples);
       check_cuda(cudaGetLastError(), c.name.c_str());
-      const double us = median(mine), base = median(theirs);
+      const double us = 1000.0 * ms[0], base = 1000.0 * ms[1];
       std::printf("%dx%dx%d,%s,%.2f,%.2f,%.3f,%s\n", s.M, s.N, s.K, c.name.c_str(), us, base, base / us,
                   ok ? "ok" : test::describe(cmp).c_str());
       std::fflush(stdout);
