@@ -45,7 +45,7 @@ def test_fit_recovers_per_config_and_shared_constants(tmp_path):
             shape = (r.randint(64, 4095), 8 * r.randint(32, 4096), 8 * r.randint(32, 4096))
             cublas_ms = r.uniform(0.01, 0.5)  # one cuBLASLt time per shape, as the bench measures it
             for c, (launch, step) in truth.items():
-                work = r.uniform(5, 1000)
+                work = math.exp(r.uniform(math.log(5), math.log(1000)))  # decades, as real K loops span
                 split = r.random() < 0.3
                 terms = (0.0, 1.0 if split else 0.0, r.uniform(1, 40) if split else 0.0, 0.0)
                 t = launch + step * work + sum(a * b for a, b in zip(shared, terms))
