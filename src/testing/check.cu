@@ -84,6 +84,57 @@ __global__ void compare_kernel(const T* out, int64_t ldo, const float* ref, int6
 
 int grid_for(int64_t n) { return int(std::min<int64_t>((n + 255) / 256, 1024)); }
 
+int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+// The reference GEMM runs on the CUDA cores in fp32, its own code: a check must not share its
+// failures with the library under test or with the baseline (cuBLASLt has returned wrong results
+// on some few-row, deep-K shapes). Each block computes a 64x64 tile of ref, each of its 16x16
+// threads a 4x4 strided subset; every output's sum runs over k in order.
+constexpr int kRefTile = 64, kRefDepth = 16;
+
+template <class T>
+__global__ void reference_gemm_kernel(const T* a, const T* b, float* ref, int64_t m, int64_t n, int64_t k,
+                                      float beta) {
+  __shared__ float as[kRefDepth][kRefTile + 1];
+  __shared__ float bs[kRefDepth][kRefTile + 1];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int64_t m0 = int64_t(blockIdx.y) * kRefTile, n0 = int64_t(blockIdx.x) * kRefTile;
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < k; k0 += kRefDepth) {
+    for (int e = threadIdx.x; e < kRefTile * kRefDepth; e += blockDim.x) {
+      const int row = e / kRefDepth, kk = e % kRefDepth;
+      const int64_t kg = k0 + kk;
+      as[kk][row] = (m0 + row < m && kg < k) ? float(a[(m0 + row) * k + kg]) : 0.0f;
+      bs[kk][row] = (n0 + row < n && kg < k) ? float(b[(n0 + row) * k + kg]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kRefDepth; ++kk) {
+      float av[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        av[i] = as[kk][ty + 16 * i];
+        bv[i] = bs[kk][tx + 16 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t row = m0 + ty + 16 * i, col = n0 + tx + 16 * j;
+      if (row < m && col < n) {
+        float* out = ref + row * n + col;
+        *out = beta == 0.0f ? acc[i][j] : acc[i][j] + beta * *out;
+      }
+    }
+}
+
 }  // namespace
 
 void fill_uniform(DType dtype, void* dev, int64_t n, uint64_t seed, float scale, cudaStream_t stream) {
@@ -104,21 +155,23 @@ void poison_nan(DType dtype, void* dev, int64_t n, cudaStream_t stream) {
   TL_CUDA_CHECK(cudaGetLastError());
 }
 
-void reference_gemm(cublasHandle_t h, DType dtype, const void* a, const void* b, float* ref, int64_t m,
-                    int64_t n, int64_t k, cudaStream_t stream, int terms, int64_t a_stride,
-                    int64_t b_stride, float beta) {
-  TL_REQUIRE(cublasSetStream(h, stream) == CUBLAS_STATUS_SUCCESS, "cublasSetStream failed");
-  const cudaDataType_t t = dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  const size_t es = 2;
+void reference_gemm(DType dtype, const void* a, const void* b, float* ref, int64_t m, int64_t n, int64_t k,
+                    cudaStream_t stream, int terms, int64_t a_stride, int64_t b_stride, float beta) {
+  TL_REQUIRE(m >= 0 && n >= 0 && k >= 0 && terms >= 1, "reference_gemm: bad problem m=", m, " n=", n, " k=", k,
+             " terms=", terms);
+  if (m == 0 || n == 0) return;
+  TL_REQUIRE(ceil_div(m, kRefTile) <= 65535, "reference_gemm: m=", m, " is over the grid's rows");
+  const dim3 grid(unsigned(ceil_div(n, kRefTile)), unsigned(ceil_div(m, kRefTile)));
   for (int i = 0; i < terms; ++i) {
-    const float alpha = 1.0f, b0 = i == 0 ? beta : 1.0f;
-    // Row-major C = A·Bᵀ is column-major Cᵀ = B·Aᵀ: (N x M) = op_T(B as K x N) · (A as K x M).
-    cublasStatus_t s = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &alpha,
-                                    static_cast<const char*>(b) + i * b_stride * es, t, int(k),
-                                    static_cast<const char*>(a) + i * a_stride * es, t, int(k), &b0,
-                                    ref, CUDA_R_32F, int(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    TL_REQUIRE(s == CUBLAS_STATUS_SUCCESS, "reference cublasGemmEx failed: status ", int(s), " (m=", m,
-               " n=", n, " k=", k, ")");
+    const float b0 = i == 0 ? beta : 1.0f;
+    if (dtype == DType::bf16)
+      reference_gemm_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(a) + i * a_stride,
+                                                      static_cast<const __nv_bfloat16*>(b) + i * b_stride, ref, m, n,
+                                                      k, b0);
+    else
+      reference_gemm_kernel<<<grid, 256, 0, stream>>>(static_cast<const __half*>(a) + i * a_stride,
+                                                      static_cast<const __half*>(b) + i * b_stride, ref, m, n, k, b0);
+    TL_CUDA_CHECK(cudaGetLastError());
   }
 }
 

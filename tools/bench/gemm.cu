@@ -26,7 +26,8 @@
 // rotating over `sets` input buffer sets so neither side runs from a warm L2
 // copy of its own inputs; candidate and cuBLAS samples alternate; the reported time is the
 // median per launch; inputs are uniform random in [-1, 1) (never zeros). The engine's output is
-// compared against cuBLAS's once per shape and config. Lines of the sweep's per-config detail
+// compared against cuBLAS's once per shape and config (a mismatch settled by an independent fp32
+// reference). Lines of the sweep's per-config detail
 // start with two spaces (grep -v '^  ' leaves the summary).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -49,6 +50,7 @@
 #include "tilelink/gemm/gemm.hpp"
 #include "bench/trivial_signal_hooks.cuh"
 #include "tilelink/core/error.hpp"
+#include "tilelink/testing/check.hpp"
 
 namespace {
 
@@ -249,8 +251,17 @@ struct Csv {
   }
 };
 
+// Elements of `d` off the fp32 reference GEMM of b's first input set (CUDA cores, no cuBLAS),
+// at the tests' bf16 tolerance for this K.
+int64_t off_reference(const Buffers& b, const bf16* d, const float* ref, cudaStream_t st) {
+  const auto tol = tilelink::test::gemm_tolerance(tilelink::DType::bf16, b.K);
+  return tilelink::test::compare(tilelink::DType::bf16, d, b.N, ref, b.M, b.N, tol.atol, tol.rtol, st).bad;
+}
+
 // Output check against cuBLAS: both accumulate in fp32 and round to bf16 once, so they differ by
 // accumulation order: allow 2^-6 relative plus 2^-7 * sqrt(K) / 3 absolute (the result's scale).
+// cuBLAS is not always right (it has been wrong on some GEMMs of a few rows and deep K), so a
+// mismatch is settled by the independent fp32 reference, and the line says which side is wrong.
 std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<void()>& run, cudaStream_t st) {
   cb.gemm(b.A[0], b.B[0], b.Dref, b.M, b.N, b.K);
   BENCH_CUDA(cudaMemsetAsync(b.D, 0xFF, size_t(b.M * b.N) * sizeof(bf16), st));  // NaN poison
@@ -259,6 +270,7 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
   BENCH_CUDA(cudaMemsetAsync(b.maxbits, 0, sizeof(unsigned int), st));
   const float atol = float(std::sqrt(double(b.K)) / 3.0 / 128.0);
   compare<<<1024, 256, 0, st>>>(b.D, b.Dref, b.M * b.N, 1.0f / 64.0f, atol, b.bad, b.maxbits);
+  BENCH_CUDA(cudaGetLastError());
   unsigned long long bad = 0;
   unsigned int maxbits = 0;
   BENCH_CUDA(cudaMemcpyAsync(&bad, b.bad, sizeof bad, cudaMemcpyDeviceToHost, st));
@@ -266,12 +278,24 @@ std::string check_against_cublas(Buffers& b, Cublas& cb, const std::function<voi
   BENCH_CUDA(cudaStreamSynchronize(st));
   float mx;
   std::memcpy(&mx, &maxbits, sizeof mx);
-  char buf[128];
-  if (bad) snprintf(buf, sizeof buf, "MISMATCH (%llu elements, max |diff| %.3g)", bad, mx);
-  else snprintf(buf, sizeof buf, "ok (max |diff| %.3g)", mx);
+  char buf[192];
+  if (!bad) {
+    snprintf(buf, sizeof buf, "ok (max |diff| %.3g)", mx);
+    return buf;
+  }
+  float* ref = nullptr;
+  BENCH_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&ref), size_t(b.M * b.N) * sizeof(float), st));
+  tilelink::test::reference_gemm(tilelink::DType::bf16, b.A[0], b.B[0], ref, b.M, b.N, b.K, st);
+  const int64_t engine_off = off_reference(b, b.D, ref, st), cublas_off = off_reference(b, b.Dref, ref, st);
+  BENCH_CUDA(cudaFreeAsync(ref, st));
+  if (engine_off == 0)
+    snprintf(buf, sizeof buf, "ok (cuBLAS wrong: %lld elements off the fp32 reference, which the engine matches)",
+             (long long)cublas_off);
+  else
+    snprintf(buf, sizeof buf, "MISMATCH (%llu elements vs cuBLAS, max |diff| %.3g; vs the fp32 reference: engine %lld off, cuBLAS %lld)",
+             bad, mx, (long long)engine_off, (long long)cublas_off);
   return buf;
 }
-
 
 int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<BenchShape> shapes;

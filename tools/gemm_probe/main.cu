@@ -7,7 +7,6 @@
 //
 //   tilelink-gemm-probe --shapes 1649x256x4672,1386x1592x8232 [--candidates a,b] [--samples 20] [--seed S]
 //   tilelink-gemm-probe --shapes-file shapes.txt      (one "M N K" per line)
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -117,11 +116,6 @@ static int probe(int argc, char** argv) {
   cudaStream_t stream = nullptr;
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   tilelink::bench::InterleavedTimer timer(stream, 2);
-  cublasHandle_t handle = nullptr;  // the fp32 reference's
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS || cublasSetStream(handle, stream) != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "gemm-probe: cannot make a cuBLAS handle on the stream\n");
-    return 1;
-  }
   test::CublasGemm cublaslt(stream);
 
   void* workspace = nullptr;  // grown to the largest a candidate has asked for
@@ -139,7 +133,7 @@ static int probe(int argc, char** argv) {
     }
     check_cuda(cudaMalloc(&D, d_elems * 2), "cudaMalloc");
     check_cuda(cudaMalloc(&ref, d_elems * sizeof(float)), "cudaMalloc");
-    test::reference_gemm(handle, DType::bf16, A[0], B[0], ref, s.M, s.N, s.K, stream);
+    test::reference_gemm(DType::bf16, A[0], B[0], ref, s.M, s.N, s.K, stream);
     const test::Tolerance tol = test::gemm_tolerance(DType::bf16, s.K);
     auto baseline = [&](int i) { cublaslt.run(DType::bf16, A[i], B[i], D, s.M, s.N, s.K); };
     for (const auto& c : tilelink::probe::candidates()) {

@@ -4,7 +4,6 @@
 // reference over the gathered A (built from every rank's A), the gathered A checked bitwise, and
 // C checked bitwise against the same op with communication disabled. Then a stress loop of
 // back-to-back calls with random shapes and one rank starting late.
-#include <cublas_v2.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -100,12 +99,9 @@ void run_case(tilelink::InProcessWorld& world, const Shape& s, DType dtype, cons
     auto got = tt::download(mine.gathered, m * s.k * 2, st);
     EXPECT_TRUE(tt::bytes_equal(expect.data(), got.data(), expect.size(), "gathered A, " + what + std::to_string(r)));
 
-    cublasHandle_t h;
-    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
-    tt::reference_gemm(h, dtype, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
+    tt::reference_gemm(dtype, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
     const auto tol = tt::gemm_tolerance(dtype, s.k);
     const auto cmp = tt::compare(dtype, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
-    cublasDestroy(h);
     EXPECT_EQ(cmp.bad, 0) << what << r << ": " << tt::describe(cmp);
     EXPECT_LT(cmp.rel_fro, tol.rel_fro) << what << r << ": " << tt::describe(cmp);
 
@@ -164,10 +160,8 @@ TEST_P(AgGemm, StressRandomShapesOneRankLate) {
     cudaStream_t st = ctx.stream();
     RankBuffers& mine = bufs[r];
     mine.alloc(max_shape, w);
-    cublasHandle_t h;
-    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     std::mt19937_64 rng(seed);  // same sequence on every rank: the calls agree
-    // Allocation and cuBLAS setup may wait for the device: all ranks finish them before any
+    // Allocation may wait for the device: all ranks finish them before any
     // rank's calls (whose kernels wait for the others) start.
     ctx.barrier();
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -193,7 +187,7 @@ TEST_P(AgGemm, StressRandomShapesOneRankLate) {
         if (check) {
           ctx.synchronize("ag_gemm stress");
           const int64_t m = s.m_per_rank * w;
-          tt::reference_gemm(h, DType::bf16, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
+          tt::reference_gemm(DType::bf16, mine.gathered, mine.b, mine.ref, m, s.n, s.k, st);
           const auto tol = tt::gemm_tolerance(DType::bf16, s.k);
           const auto cmp = tt::compare(DType::bf16, mine.c, s.n, mine.ref, m, s.n, tol.atol, tol.rtol, st);
           ASSERT_EQ(cmp.bad, 0) << "call " << i << " rank " << r << " (" << mode_name(mode) << " m_per_rank "
@@ -207,7 +201,6 @@ TEST_P(AgGemm, StressRandomShapesOneRankLate) {
          << s.m_per_rank << " n " << s.n << " k " << s.k << ", " << tt::seed_trace(seed) << ")";
       throw tilelink::Error(os.str());
     }
-    cublasDestroy(h);
     ctx.barrier();
     mine.release();
   });

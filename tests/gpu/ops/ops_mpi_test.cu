@@ -15,7 +15,6 @@
 // shared seed (fill_uniform is a pure function of (seed, index)) and computes the fp32 reference
 // itself. Tests use non-fatal EXPECTs so that a failure on one rank cannot leave the others in a
 // host barrier (run_mpi_test.sh bounds the whole run in time as well).
-#include <cublas_v2.h>
 #include <gtest/gtest.h>
 
 #include <cuda_bf16.h>
@@ -55,16 +54,6 @@ struct DeviceBuffers {
   ~DeviceBuffers() {
     for (void* p : ptrs) cudaFree(p);
   }
-};
-
-class Cublas {
- public:
-  Cublas() { EXPECT_EQ(cublasCreate(&h_), CUBLAS_STATUS_SUCCESS); }
-  ~Cublas() { cublasDestroy(h_); }
-  cublasHandle_t get() const { return h_; }
-
- private:
-  cublasHandle_t h_ = nullptr;
 };
 
 std::string shape_name(int64_t m, int64_t n, int64_t k, DType dt) {
@@ -122,8 +111,7 @@ void ag_gemm_case(Context& ctx, const tt::AgMode& mode, DType dt, int64_t mpr, i
 
   const auto want = tt::download(expect_a, m * k * 2, st), got = tt::download(gathered, m * k * 2, st);
   EXPECT_TRUE(tt::bytes_equal(want.data(), got.data(), want.size(), "gathered A, " + what));
-  Cublas h;
-  tt::reference_gemm(h.get(), dt, expect_a, b, ref, m, n, k, st);
+  tt::reference_gemm(dt, expect_a, b, ref, m, n, k, st);
   const auto tol = tt::gemm_tolerance(dt, k);
   const auto cmp = tt::compare(dt, c, n, ref, m, n, tol.atol, tol.rtol, st);
   EXPECT_EQ(cmp.bad, 0) << what << ": " << tt::describe(cmp);
@@ -192,8 +180,7 @@ void reduce_case(Context& ctx, const tt::ReduceVariant& v, DType dt, int64_t m, 
   tt::call_reduce(ctx, v, dt, a, b, c, m, n, k);
   ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
 
-  Cublas h;
-  tt::reference_gemm(h.get(), dt, all_a, all_b, ref, m, n, k, st, w, m * k, n * k);
+  tt::reference_gemm(dt, all_a, all_b, ref, m, n, k, st, w, m * k, n * k);
   const int64_t rows = v.all_reduce ? m : m / w;
   const float* ref_rows = ref + (v.all_reduce ? 0 : int64_t(r) * rows * n);
   const auto tol = tt::reduce_tolerance(dt, k, w, v.rounds_per_hop());

@@ -3,7 +3,6 @@
 // Each case: fresh random A, B per rank; C poisoned with NaN; C checked against the fp32 cuBLAS
 // sum over all ranks' A_q·B_qᵀ (every rank computes it from all ranks' inputs). Then 1,000
 // back-to-back calls with random shapes and one rank starting late.
-#include <cublas_v2.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -50,12 +49,12 @@ void call(Context& ctx, const Variant& v, DType dt, const RankBuffers& mine, con
 
 // ref = Σ_q A_q·B_qᵀ over all ranks' inputs; compare this rank's output rows.
 void check_rank(Context& ctx, const Variant& v, DType dt, std::vector<RankBuffers>& bufs, const Shape& s,
-                cublasHandle_t h, const std::string& what) {
+                const std::string& what) {
   const int r = ctx.rank(), w = ctx.num_ranks();
   cudaStream_t st = ctx.stream();
   RankBuffers& mine = bufs[r];
   for (int q = 0; q < w; ++q)
-    tt::reference_gemm(h, dt, bufs[q].a, bufs[q].b, mine.ref, s.m, s.n, s.k, st, 1, 0, 0, q == 0 ? 0.0f : 1.0f);
+    tt::reference_gemm(dt, bufs[q].a, bufs[q].b, mine.ref, s.m, s.n, s.k, st, 1, 0, 0, q == 0 ? 0.0f : 1.0f);
   const int64_t rows = v.all_reduce ? s.m : s.m / w;
   const float* ref_rows = mine.ref + (v.all_reduce ? 0 : int64_t(r) * rows * s.n);
   const auto tol = tt::reduce_tolerance(dt, s.k, w, v.rounds_per_hop());
@@ -78,9 +77,7 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
     ctx.barrier();
     call(ctx, v, dt, mine, s);
     ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
-    cublasHandle_t h;
-    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
-    check_rank(ctx, v, dt, bufs, s, h, v.name());
+    check_rank(ctx, v, dt, bufs, s, v.name());
     ctx.barrier();  // every rank has read every rank's A for its reference before A changes
     // A second call on fresh data (the buffers and signals are reused: the hand-over between calls).
     tt::fill_uniform(dt, mine.a, s.m * s.k, tt::mix_seed(seed, r, 3), 1.0f, st);
@@ -89,8 +86,7 @@ void run_case(tilelink::InProcessWorld& world, const Variant& v, const Shape& s,
     ctx.barrier();
     call(ctx, v, dt, mine, s);
     ctx.synchronize(v.all_reduce ? "gemm_ar" : "gemm_rs");
-    check_rank(ctx, v, dt, bufs, s, h, v.name() + " (second call)");
-    cublasDestroy(h);
+    check_rank(ctx, v, dt, bufs, s, v.name() + " (second call)");
     ctx.barrier();
     mine.release();
   });
@@ -152,10 +148,8 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
     cudaStream_t st = ctx.stream();
     RankBuffers& mine = bufs[r];
     mine.alloc(max_shape);
-    cublasHandle_t h;
-    ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
     std::mt19937_64 rng(seed);  // same sequence on every rank
-    // Allocation and cuBLAS setup may wait for the device: all ranks finish them before any
+    // Allocation may wait for the device: all ranks finish them before any
     // rank's calls (whose kernels wait for the others) start.
     ctx.barrier();
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -182,7 +176,7 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
       call(ctx, v, DType::bf16, mine, s);
       if (check) {
         ctx.synchronize("stress");
-        check_rank(ctx, v, DType::bf16, bufs, s, h, "call " + std::to_string(i) + " " + v.name());
+        check_rank(ctx, v, DType::bf16, bufs, s, "call " + std::to_string(i) + " " + v.name());
         ctx.barrier();  // peers read my A/B for their references
       }
     }
@@ -192,7 +186,6 @@ TEST_P(ReduceOps, StressRandomShapesOneRankLate) {
         std::fprintf(stderr, "stress history (rank 0): %s\n", history[j].c_str());
       throw;
     }
-    cublasDestroy(h);
     ctx.barrier();
     mine.release();
   });

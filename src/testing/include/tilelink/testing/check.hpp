@@ -1,10 +1,9 @@
 // tilelink/testing/check.hpp — what tests and benchmarks of the fused ops share: random
-// matrices, an fp32 reference GEMM and the baseline GEMM (cuBLAS), and a device-side comparison
-// that reports one summary per check. Linked as tilelink_testing, not part of libtilelink and
+// matrices, an fp32 reference GEMM (CUDA cores, independent of cuBLAS), the baseline GEMM
+// (cuBLASLt) and a device-side comparison that reports one summary per check. Linked as tilelink_testing, not part of libtilelink and
 // not installed (src/testing/include, apart from the public headers).
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -22,10 +21,12 @@ void fill_uniform(DType dtype, void* dev, int64_t n, uint64_t seed, float scale,
 void poison_nan(DType dtype, void* dev, int64_t n, cudaStream_t stream);
 
 // ref[M,N] (fp32, row-major) = sum over `terms` of A_t[M,K] · B_t[N,K]ᵀ, with A_t at a + t*a_stride
-// and B_t at b + t*b_stride (elements). Row-major, leading dimensions K. One term: a plain GEMM.
-void reference_gemm(cublasHandle_t h, DType dtype, const void* a, const void* b, float* ref,
-                    int64_t m, int64_t n, int64_t k, cudaStream_t stream, int terms = 1,
-                    int64_t a_stride = 0, int64_t b_stride = 0, float beta = 0.0f);
+// and B_t at b + t*b_stride (elements). Row-major, leading dimensions K. One term: a plain GEMM;
+// beta != 0 adds beta * ref to the first term. Runs on the CUDA cores with fp32 sums in k order,
+// sharing no code with the engine or with cuBLAS, so neither one's fault can hide in the check.
+void reference_gemm(DType dtype, const void* a, const void* b, float* ref, int64_t m, int64_t n, int64_t k,
+                    cudaStream_t stream, int terms = 1, int64_t a_stride = 0, int64_t b_stride = 0,
+                    float beta = 0.0f);
 
 // The baseline users have today: cuBLAS in the library's layout (tilelink/gemm/cublas_gemm.hpp).
 using CublasGemm = gemm::CublasGemm;
