@@ -70,7 +70,39 @@ struct CandidateKernel {
                                   {a, stride_a, b, stride_b},
                                   {{1.0f, 0.0f}, nullptr, stride_d, static_cast<E*>(D), stride_d}};
     args.hw_info.sm_count = sms;
+    args.hw_info.max_active_clusters = max_active_clusters();
     return args;
+  }
+  // The clusters that fit on the device beside the kernel's shared memory, as the engine sizes
+  // its grids (CUTLASS's own estimate assumes 18-SM GPCs; its occupancy query leaves the shared
+  // memory out). 0, CUTLASS's estimate, where the query fails.
+  static int max_active_clusters() {
+    static const int clusters = [] {
+      const void* fn = reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>);
+      const int smem = int(Kernel::SharedStorageSize);
+      if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky: cleared so later checks see only their own errors
+        return 0;
+      }
+      cudaLaunchAttribute cluster{};
+      cluster.id = cudaLaunchAttributeClusterDimension;
+      cluster.val.clusterDim.x = ClusterM;
+      cluster.val.clusterDim.y = ClusterN;
+      cluster.val.clusterDim.z = 1;
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(ClusterM, ClusterN, 1);
+      cfg.blockDim = dim3(Kernel::MaxThreadsPerBlock, 1, 1);
+      cfg.dynamicSmemBytes = smem;
+      cfg.attrs = &cluster;
+      cfg.numAttrs = 1;
+      int n = 0;
+      if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+      }
+      return n;
+    }();
+    return clusters;
   }
   static size_t workspace_bytes(int M, int N, int K, int sms) {
     return Gemm::get_workspace_size(arguments(nullptr, nullptr, nullptr, M, N, K, sms));
