@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tilelink/core/error.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "gemm/heuristic/plain_plan.hpp"
 #include "gemm/heuristic/time_models.hpp"
@@ -243,7 +244,10 @@ TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {
   // Large, full-wave shapes keep the fitted data-parallel choice in the plain set too.
   EXPECT_EQ(plain(8192, 3584, 8192).config, g::GemmConfig::coop_128x256_c2x1);
   EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
-  EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
+  // Decode-sized M keeps the 64x128 tile; the plain set runs its 2x2-cluster twin (1.11x faster
+  // than the 2x1 over 60 random shapes of M 64-4095, 1.12x at M <= 512).
+  EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x2);
+  EXPECT_EQ(plan(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
 }
 
 // Between 64 and 4095 rows the plain GEMM compares predicted times. Each shape below was measured
@@ -253,11 +257,12 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   // 177 x 32152 x 1616: pp_128x128_c2x1 0.63x, the wide swapped 128x192 tile 1.03x, and in a
   // 2x1 cluster (A's rows multicast to two weight tiles) 1.02x (1.01x unclustered in that run).
   EXPECT_EQ(plain(177, 32152, 1616).config, g::GemmConfig::cpba_128x192_c2x1);
-  // The clustered 128x96 tile (each weight tile multicast to two column tiles of A's rows) where
-  // M spans two columns: 184 x 5992 x 1848 and 179 x 8008 x 3896 ran 1.28x and 1.35x faster
-  // than unclustered.
-  EXPECT_EQ(plain(184, 5992, 1848).config, g::GemmConfig::ppba_128x96_c1x2);
-  EXPECT_EQ(plain(179, 8008, 3896).config, g::GemmConfig::ppba_128x96_c1x2);
+  // The clustered 128x96 tile where M spans two columns: 184 x 5992 x 1848 and 179 x 8008 x 3896
+  // ran 1.28x and 1.35x faster in a 1x2 cluster (each weight tile multicast to two column tiles
+  // of A's rows) than unclustered; the 2x2 cluster (A's rows multicast too) ran 1.07x faster than
+  // the 1x2 over 60 random shapes of M 64-4095.
+  EXPECT_EQ(plain(184, 5992, 1848).config, g::GemmConfig::ppba_128x96_c2x2);
+  EXPECT_EQ(plain(179, 8008, 3896).config, g::GemmConfig::ppba_128x96_c2x2);
   // 287 x 5760 x 23488: pp_128x192_c2x1 0.51x, swapped 192x96 0.83x.
   EXPECT_EQ(plain(287, 5760, 23488).config, g::GemmConfig::ppba_192x96_c1x1);
   // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x.
@@ -268,12 +273,18 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x1);
   // Narrow N, M in the thousands: the wide swapped tiles over many columns of M (one wave of
   // them holds all of B's few weight tiles), where the unswapped tiles' grid is short.
-  // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt, the unswapped
-  // pp_128x128_c1x2 1.00x; 2422 x 832 x 632 on 13 columns of the clustered 128x192 tile 1.15x,
-  // sk_128x128_c1x1 0.81x; 2353 x 552 x 2592: 0.79x against pp_128x128_c2x1's 0.65x.
-  EXPECT_EQ(plain(3058, 448, 7584).config, g::GemmConfig::ppba_128x96_c1x2);
+  // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt (1x2; the 2x2
+  // twin is the pick now), the unswapped pp_128x128_c1x2 1.00x; 2422 x 832 x 632 on 13 columns of
+  // the clustered 128x192 tile 1.15x, sk_128x128_c1x1 0.81x; 2353 x 552 x 2592: 0.79x against
+  // pp_128x128_c2x1's 0.65x.
+  EXPECT_EQ(plain(3058, 448, 7584).config, g::GemmConfig::ppba_128x96_c2x2);
   EXPECT_EQ(plain(2422, 832, 632).config, g::GemmConfig::cpba_128x192_c2x1);
   EXPECT_EQ(plain(2353, 552, 2592).config, g::GemmConfig::ppba_128x96_c1x2);
+  // The 2x2 clusters, measured alone (one H100, against cuBLASLt): 143 x 6528 x 1264 0.84x on
+  // ppba_128x96_c2x2, 0.74x on its 1x2 twin; 415 x 19472 x 3096 0.84x on pp_128x128_c2x2, 0.79x
+  // on coop_128x256_c2x1.
+  EXPECT_EQ(plain(143, 6528, 1264).config, g::GemmConfig::ppba_128x96_c2x2);
+  EXPECT_EQ(plain(415, 19472, 3096).config, g::GemmConfig::pp_128x128_c2x2);
   // The fused ops keep the measured priors there: the same shape can take another config.
   EXPECT_EQ(g::choose_config(g::packed({2293, 6464, 2696}), DType::bf16, 132, g::kPlainConfigMask).config,
             g::GemmConfig::pp_128x128_c2x1);
@@ -310,6 +321,38 @@ TEST(GemmHeuristic, FewRowsChooseConfigAndSlicesByPredictedTime) {
                                g::config_bit(g::GemmConfig::ppba_64x16_c4x1), g::PlanUse::plain)
                   .config,
               g::GemmConfig::ppba_64x16_c4x1);
+}
+
+// The 2x2-cluster tiles have a fitted time at 64-4095 rows and no score prior: the plain GEMM
+// chooses them there only, the fused ops' rule never, and a mask of one of them alone still plans.
+TEST(GemmHeuristic, TwoByTwoClustersOnlyWhereTheMidRowsModelChooses) {
+  const g::GemmConfig twos[] = {g::GemmConfig::pp_64x128_c2x2, g::GemmConfig::pp_128x128_c2x2,
+                                g::GemmConfig::ppba_128x96_c2x2};
+  for (g::GemmConfig c : twos) {
+    EXPECT_TRUE(g::heuristic::mid_rows_only(c)) << g::config_name(c);
+    EXPECT_EQ(g::config_info(c).cluster_m * g::config_info(c).cluster_n, 4);
+  }
+  for (int64_t m : {1, 17, 63, 64, 700, 4095, 4096, 9000, 16384})
+    for (int64_t n : {256, 2048, 12288})
+      for (int64_t k : {512, 4096, 16384}) {
+        const g::GemmShape s = g::packed({m, n, k});
+        const g::GemmConfig plain_pick = plain(m, n, k).config;
+        const g::GemmConfig fused_pick = g::choose_config(s, DType::bf16, 132, g::kPlainConfigMask).config;
+        for (g::GemmConfig c : twos) {
+          EXPECT_NE(fused_pick, c) << m << "x" << n << "x" << k;
+          if (m < g::heuristic::kTimedMinRows || m > g::heuristic::kTimedMaxRows)
+            EXPECT_NE(plain_pick, c) << m << "x" << n << "x" << k;
+        }
+      }
+  for (g::GemmConfig c : twos)
+    for (int64_t m : {7, 500, 8000}) {
+      EXPECT_EQ(g::choose_config(g::packed({m, 4096, 4096}), DType::bf16, 132, g::config_bit(c), g::PlanUse::plain)
+                    .config,
+                c);
+      // Below four SMs no 2x2 cluster fits: a clear error, not a plan that cannot launch.
+      EXPECT_THROW(g::choose_config(g::packed({m, 4096, 4096}), DType::bf16, 3, g::config_bit(c), g::PlanUse::plain),
+                   tilelink::Error);
+    }
 }
 
 // gemm() plans through a per-thread cache of recent shapes: whatever was planned before, and in

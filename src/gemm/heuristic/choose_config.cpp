@@ -22,6 +22,7 @@ using heuristic::KernelDims;
 using heuristic::kernel_dims;
 using heuristic::kTimedMaxRows;
 using heuristic::kTimedMinRows;
+using heuristic::mid_rows_only;
 using heuristic::plain_time_us;
 
 namespace {
@@ -48,22 +49,30 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
       use == PlanUse::plain && s.M < kTimedMinRows ? few_rows_plan(s, allowed, sms) : std::nullopt;
   Candidate best{GemmPlan{}, -1.0};
   double best_us = -1.0;
-  for (int i = 0; i < kNumGemmConfigs && !few; ++i) {
-    const GemmConfigInfo& c = kGemmConfigInfo[i];
-    if (!(allowed & (uint64_t(1) << i))) continue;
-    if (c.cluster_m * c.cluster_n > sms || few_rows_only(static_cast<GemmConfig>(i))) continue;
-    const Candidate cand = best_division(s, static_cast<GemmConfig>(i), sms);
-    // Timed: every config at its score's division, even one the score rules out (a wide swapped
-    // tile over more columns of M than the score is fitted for: the time model was fitted on
-    // them too, and they win where N is narrow and M in the thousands).
-    const double us = timed ? plain_time_us(s, cand.plan, sms) : -1.0;
-    if (us > 0.0) {
-      // Timed candidates beat untimed ones (configs without a fitted time: the sweep set).
-      if (best_us < 0.0 || us < best_us * (1.0 - 1e-9)) best = cand, best_us = us;
-    } else if (best_us < 0.0 && cand.score > best.score + 1e-9) {
-      best = cand;
+  // The mid-rows model's own configs (no score prior) take part outside its band only when
+  // nothing else is allowed (a one-config mask), as the few-rows configs do below.
+  const auto choose_among = [&](bool with_mid_rows_only) {
+    for (int i = 0; i < kNumGemmConfigs; ++i) {
+      const GemmConfig cfg = static_cast<GemmConfig>(i);
+      const GemmConfigInfo& c = kGemmConfigInfo[i];
+      if (!(allowed & (uint64_t(1) << i))) continue;
+      if (c.cluster_m * c.cluster_n > sms || few_rows_only(cfg)) continue;
+      if (mid_rows_only(cfg) && !timed && !with_mid_rows_only) continue;
+      const Candidate cand = best_division(s, cfg, sms);
+      // Timed: every config at its score's division, even one the score rules out (a wide swapped
+      // tile over more columns of M than the score is fitted for: the time model was fitted on
+      // them too, and they win where N is narrow and M in the thousands).
+      const double us = timed ? plain_time_us(s, cand.plan, sms) : -1.0;
+      if (us > 0.0) {
+        // Timed candidates beat untimed ones (configs without a fitted time: the sweep set).
+        if (best_us < 0.0 || us < best_us * (1.0 - 1e-9)) best = cand, best_us = us;
+      } else if (best_us < 0.0 && cand.score > best.score + 1e-9) {
+        best = cand;
+      }
     }
-  }
+  };
+  if (!few) choose_among(false);
+  if (!few && best.score < 0) choose_among(true);
   // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).
   if (!few && best.score < 0) few = few_rows_plan(s, allowed, sms);
   TL_REQUIRE(best.score >= 0 || few, "gemm: no allowed config fits an SM budget of ", sms);

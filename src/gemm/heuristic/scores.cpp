@@ -122,6 +122,7 @@ constexpr SwappedRate kWideSwappedRates[] = {
     {GemmConfig::cpba_128x192_c1x1, 5.0e6}, {GemmConfig::cpba_256x160_c1x1, 4.6e6},
     // The clustered twins: their division is chosen as the unclustered tile's would be.
     {GemmConfig::ppba_128x96_c1x2, 4.3e6},  {GemmConfig::cpba_128x192_c2x1, 5.0e6},
+    {GemmConfig::ppba_128x96_c2x2, 4.3e6},
 };
 
 // 0 for the narrow swapped tiles and every unswapped one.

@@ -58,5 +58,8 @@ std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int 
 
 // Configs the few-rows model alone chooses: its own, less those the score has a fitted prior for.
 bool few_rows_only(GemmConfig cfg);
+// Configs the mid-rows model alone chooses (kTimedMinRows-kTimedMaxRows rows): its own, less
+// those the score has a fitted prior for and the few-rows model's.
+bool mid_rows_only(GemmConfig cfg);
 
 }  // namespace tilelink::gemm::heuristic
