@@ -79,7 +79,8 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
                     << ", want " << (first >= 0 ? want[first] : 0.0) << ")";
 }
 
-// want[i][j] = beta * prior + sum over terms t of A_t[i,:] . B_t[j,:], in double on the host.
+// Adds to want[i][j] the sum over terms t of A_t[i,:] . B_t[j,:], and to abs_sum[i][j] that of
+// |products|, in double on the host (what want held stands for a beta of 1).
 void host_gemm(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t n, int64_t k, int terms,
                int64_t a_stride, int64_t b_stride, std::vector<double>& want, std::vector<double>& abs_sum) {
   for (int t = 0; t < terms; ++t)

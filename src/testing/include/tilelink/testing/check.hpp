@@ -1,7 +1,8 @@
 // tilelink/testing/check.hpp — what tests and benchmarks of the fused ops share: random
 // matrices, an fp32 reference GEMM (CUDA cores, independent of cuBLAS), the baseline GEMM
-// (cuBLASLt) and a device-side comparison that reports one summary per check. Linked as tilelink_testing, not part of libtilelink and
-// not installed (src/testing/include, apart from the public headers).
+// (cuBLASLt) and a device-side comparison that reports one summary per check. Linked as
+// tilelink_testing, not part of libtilelink and not installed (src/testing/include, apart from
+// the public headers).
 #pragma once
 
 #include <cuda_runtime.h>
