@@ -1,7 +1,9 @@
 // src/gemm/cublas_gemm.cpp — see tilelink/gemm/cublas_gemm.hpp.
 #include "tilelink/gemm/cublas_gemm.hpp"
 
+#include <cstring>
 #include <memory>
+#include <string>
 
 #include "tilelink/core/error.hpp"
 
@@ -21,6 +23,30 @@ int64_t alignment(const void* p) {
   int64_t a = 256;
   while (a > 1 && v % uint64_t(a) != 0) a /= 2;
   return a;
+}
+
+// cuBLASLt's tile, stage-count and cluster-shape ids by name, from the toolkit's header.
+struct LtName {
+  const char* kind;  // "TILE", "STAGES" or "CLUSTER_SHAPE"
+  int id;
+  const char* name;  // "128x256", "64x4", "2x1x1"
+};
+constexpr LtName kLtNames[] = {
+#include "cublaslt_names.inc"
+};
+
+std::string lt_name(const char* kind, uint64_t id) {
+  for (const LtName& n : kLtNames)
+    if (std::strcmp(n.kind, kind) == 0 && uint64_t(n.id) == id) return n.name;
+  return id == 0 ? "?" : "#" + std::to_string(id);
+}
+
+// "AxB[x1]" as "BxA": cuBLASLt's first dimension is the engine's N.
+std::string swap_dims(const std::string& name) {
+  const size_t x = name.find('x');
+  if (x == std::string::npos) return name;
+  const size_t end = name.find('x', x + 1);
+  return name.substr(x + 1, end == std::string::npos ? std::string::npos : end - x - 1) + "x" + name.substr(0, x);
 }
 
 }  // namespace
@@ -100,6 +126,32 @@ void CublasGemm::run(DType dt, const void* a, const void* b, void* d, int64_t m,
   check_lt(cublasLtMatmul(handle_, p.desc, &alpha, b, p.first, a, p.second, &beta, d, p.out, d, p.out, &p.algo,
                           workspace_, workspace_bytes_, stream.value_or(stream_)),
            "cublasLtMatmul", m, n, k);
+}
+
+
+std::string CublasGemm::algorithm(DType dt, const void* a, const void* b, const void* d, int64_t m, int64_t n,
+                                  int64_t k) {
+  const Plan& p = plan({int64_t(dt), m, n, k, alignment(a), alignment(b), alignment(d)});
+  // The attributes are 2 or 4 bytes wide: ask the size, then read that many (little-endian).
+  const auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) -> uint64_t {
+    size_t size = 0;
+    uint64_t value = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&p.algo, attr, nullptr, 0, &size) != CUBLAS_STATUS_SUCCESS ||
+        size > sizeof value ||
+        cublasLtMatmulAlgoConfigGetAttribute(&p.algo, attr, &value, size, &size) != CUBLAS_STATUS_SUCCESS)
+      return 0;
+    return value;
+  };
+  const uint64_t splits = get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  std::string text = "tile " + swap_dims(lt_name("TILE", get(CUBLASLT_ALGO_CONFIG_TILE_ID)));
+  text += " cluster " + swap_dims(lt_name("CLUSTER_SHAPE", get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)));
+  text += " stages " + lt_name("STAGES", get(CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  text += " splitk " + std::to_string(splits);
+  if (splits > 1) text += " reduction " + std::to_string(get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
+  text += " swizzle " + std::to_string(get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  text += " algo " + std::to_string(int32_t(uint32_t(get(CUBLASLT_ALGO_CONFIG_ID))));
+  text += " option " + std::to_string(get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
+  return text;
 }
 
 }  // namespace tilelink::gemm

@@ -230,23 +230,27 @@ std::string plan_str(const GemmPlan& p) {
   return buf;
 }
 
+// One row per measured plan; `cublas_algo` is what cuBLASLt ran beside it (CublasGemm::algorithm).
 struct Csv {
   FILE* f = nullptr;
-  explicit Csv(const std::string& path) {
+  Cublas* cb = nullptr;
+  Csv(const std::string& path, Cublas* cublas) : cb(cublas) {
     if (!path.empty()) {
       f = std::fopen(path.c_str(), "w");
       TL_REQUIRE(f != nullptr, "gemm bench: cannot open ", path);
-      std::fprintf(f, "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio,plan\n");
+      std::fprintf(f, "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio,plan,"
+                      "cublas_algo\n");
     }
   }
   ~Csv() {
     if (f) std::fclose(f);
   }
-  void row(const char* mode, const BenchShape& s, const GemmPlan& p, double ms, double cms) {
+  void row(const char* mode, const BenchShape& s, const Buffers& b, const GemmPlan& p, double ms, double cms) {
     if (!f) return;
-    std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f,%s\n", mode, s.group.c_str(),
+    const std::string algo = cb->lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K);
+    std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f,%s,%s\n", mode, s.group.c_str(),
                  (long long)s.M, (long long)s.N, (long long)s.K, config_name(p.config), raster_name(p.raster),
-                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms, plan_str(p).c_str());
+                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms, plan_str(p).c_str(), algo.c_str());
     std::fflush(f);
   }
 };
@@ -331,11 +335,10 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   const auto alone = [&](const BenchShape& s, GemmConfig c, PlanUse u) {
     return choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, config_bit(c), u);
   };
-  Csv csv(args.get("csv", ""));
-
   cudaStream_t st;
   BENCH_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   Cublas cb(st);
+  Csv csv(args.get("csv", ""), &cb);
   InterleavedTimer timer(st, sets);
   int dev = 0;
   cudaDeviceProp prop{};
@@ -367,8 +370,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
 
   // ---- 1. the heuristic's plan vs cuBLAS --------------------------------------------------
   std::printf("\n== choose_config vs cuBLAS (median of %d interleaved samples) ==\n", samples);
-  std::printf("%-6s %6s %6s %6s  %-34s %9s %8s %9s %8s %7s  %s\n", "group", "M", "N", "K", "plan", "ms", "TFLOP/s",
-              "cublas ms", "TFLOP/s", "ratio", "check");
+  std::printf("%-6s %6s %6s %6s  %-34s %9s %8s %9s %8s %7s  %s  %s\n", "group", "M", "N", "K", "plan", "ms",
+              "TFLOP/s", "cublas ms", "TFLOP/s", "ratio", "check", "cuBLASLt's algorithm");
   std::fflush(stdout);
   std::vector<double> ratios;
   for (const auto& s : shapes) {
@@ -378,11 +381,12 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
     const auto med = timer.measure({engine(b, p), cublas(b)}, samples);
     ratios.push_back(med[1] / med[0]);
-    std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f  %s\n", s.group.c_str(), (long long)s.M,
-                (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
-                tflops(s, med[1]), med[1] / med[0], chk.c_str());
+    std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f  %s  %s\n", s.group.c_str(),
+                (long long)s.M, (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]),
+                med[1], tflops(s, med[1]), med[1] / med[0], chk.c_str(),
+                cb.lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K).c_str());
     std::fflush(stdout);
-    csv.row("heuristic", s, p, med[0], med[1]);
+    csv.row("heuristic", s, b, p, med[0], med[1]);
   }
   const auto sum = tilelink::bench::summarize_ratios(ratios);
   std::printf("ratio (cuBLAS time / engine time) over %d shapes: geomean %.3f, min %.3f, p10 %.3f, median %.3f, "
@@ -428,7 +432,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
             const auto med = timer.measure({engine(b, p), cublas(b)}, sweep_samples);
             rows.push_back({p, med[0], med[1]});
             std::printf(" %s%d=%.3f", r == Raster::along_n ? "n" : "m", sw, med[1] / med[0]);
-            csv.row("sweep", s, p, med[0], med[1]);
+            csv.row("sweep", s, b, p, med[0], med[1]);
           }
         }
         std::printf("\n");
@@ -452,7 +456,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
                   (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
                   tflops(s, med[1]), med[1] / med[0]);
       std::fflush(stdout);
-      csv.row("sweep-best", s, p, med[0], med[1]);
+      csv.row("sweep-best", s, b, p, med[0], med[1]);
     }
     if (!best_plans.empty())
       std::printf("geomean ratio of the per-shape winners: %.3f\n", std::exp(best_log_sum / double(best_plans.size())));
@@ -474,7 +478,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       const auto med = timer.measure({engine(b, p), cublas(b)}, sweep_samples);
       const double r = med[1] / med[0];
       std::printf(" %s=%.3f", plan_str(p).c_str(), r);
-      csv.row(mode, s, p, med[0], med[1]);
+      csv.row(mode, s, b, p, med[0], med[1]);
       if (r > best) best = r, best_plan = p;
     }
     std::printf("\nbest %s %lldx%lldx%lld: %s %.3f\n", mode, (long long)s.M, (long long)s.N, (long long)s.K,

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "tilelink/core/dtype.hpp"
 
@@ -32,6 +33,11 @@ class CublasGemm {
   // shape when cuBLASLt rejects the call or finds no algorithm.
   void run(DType dt, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k,
            std::optional<cudaStream_t> stream = {});
+  // The algorithm the heuristic picked for the same call (the one run() runs), in the engine's
+  // orientation (a tile's rows are rows of A, its columns rows of B, cluster likewise):
+  // "tile 96x128 cluster 1x2 stages 64x4 splitk 1 swizzle 0 algo 66 option 0" — what the vendor
+  // runs where the engine is compared with it. "?" where cuBLASLt leaves a field to the kernel.
+  std::string algorithm(DType dt, const void* a, const void* b, const void* d, int64_t m, int64_t n, int64_t k);
 
  private:
   struct Plan;

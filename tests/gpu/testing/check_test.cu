@@ -1,12 +1,13 @@
 // The checks the op tests rely on must be right on their own: reference_gemm against a double
 // sum on the host (fresh random inputs, ragged shapes, one of a few rows and deep K where
 // cuBLASLt has been seen wrong), its terms, strides and beta; compare()'s counts, NaN handling
-// and worst element.
+// and worst element; the cuBLASLt baseline against the reference, and the algorithm it names.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -200,6 +201,43 @@ TEST(Compare, CountsOffAndNanElementsAndNamesTheWorst) {
   EXPECT_TRUE(std::isinf(nan.rel_fro)) << tt::describe(nan);
   cudaFree(out);
   cudaFree(ref);
+  TL_CUDA_CHECK(cudaStreamDestroy(st));
+}
+
+// The baseline the benchmarks compare with: cuBLASLt's output within the bf16 tolerance of the
+// reference on shapes its heuristic runs different kernels for (many rows, few rows, wide N,
+// narrow N), and the algorithm it names is the one it keeps:
+// every field present, the same text on a second call, tile and cluster in the engine's order.
+TEST(CublasBaseline, MatchesTheReferenceAndNamesItsAlgorithm) {
+  const uint64_t seed = tt::fresh_seed();
+  SCOPED_TRACE(tt::seed_trace(seed));
+  cudaStream_t st = nullptr;
+  TL_CUDA_CHECK(cudaStreamCreate(&st));
+  tt::CublasGemm lt(st);
+  const Shape shapes[] = {{2048, 4096, 1024}, {64, 2048, 2048}, {415, 19472, 256}, {777, 264, 1160}};
+  int index = 0;
+  for (const Shape& s : shapes) {
+    ++index;
+    const DType dt = index % 2 ? DType::bf16 : DType::fp16;
+    Buffers buf(s.m * s.k, s.n * s.k, s.m * s.n);
+    void* d = nullptr;
+    TL_CUDA_CHECK(cudaMalloc(&d, s.m * s.n * 2));
+    tt::fill_uniform(dt, buf.a, s.m * s.k, tt::mix_seed(seed, index, 1), 1.0f, st);
+    tt::fill_uniform(dt, buf.b, s.n * s.k, tt::mix_seed(seed, index, 2), 1.0f, st);
+    tt::poison_nan(dt, d, s.m * s.n, st);
+    tt::reference_gemm(dt, buf.a, buf.b, buf.ref, s.m, s.n, s.k, st);
+    lt.run(dt, buf.a, buf.b, d, s.m, s.n, s.k);
+    const auto tol = tt::gemm_tolerance(dt, s.k);
+    const auto c = tt::compare(dt, d, s.n, buf.ref, s.m, s.n, tol.atol, tol.rtol, st);
+    EXPECT_EQ(c.bad, 0) << name(s, dt) << ": " << tt::describe(c);
+    const std::string algo = lt.algorithm(dt, buf.a, buf.b, d, s.m, s.n, s.k);
+    EXPECT_EQ(algo, lt.algorithm(dt, buf.a, buf.b, d, s.m, s.n, s.k)) << name(s, dt);
+    EXPECT_EQ(algo.rfind("tile ", 0), 0u) << name(s, dt) << ": " << algo;
+    for (const char* field : {" cluster ", " stages ", " splitk ", " swizzle ", " algo ", " option "})
+      EXPECT_NE(algo.find(field), std::string::npos) << name(s, dt) << ": no '" << field << "' in " << algo;
+    std::printf("  cuBLASLt on %s: %s\n", name(s, dt).c_str(), algo.c_str());
+    cudaFree(d);
+  }
   TL_CUDA_CHECK(cudaStreamDestroy(st));
 }
 
