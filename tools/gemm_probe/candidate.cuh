@@ -19,6 +19,7 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
+#include "tilelink/gemm/engine.cuh"
 
 namespace tilelink::probe {
 
@@ -73,36 +74,15 @@ struct CandidateKernel {
     args.hw_info.max_active_clusters = max_active_clusters();
     return args;
   }
-  // The clusters that fit on the device beside the kernel's shared memory, as the engine sizes
-  // its grids (CUTLASS's own estimate assumes 18-SM GPCs; its occupancy query leaves the shared
-  // memory out). 0, CUTLASS's estimate, where the query fails.
+  // The clusters that fit on the device beside the kernel's shared memory, by the engine's own
+  // one-time setup (CUTLASS's own estimate assumes 18-SM GPCs; its occupancy query leaves the
+  // shared memory out), so that candidates and the engine's configs size their grids alike.
   static int max_active_clusters() {
-    static const int clusters = [] {
-      const void* fn = reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>);
-      const int smem = int(Kernel::SharedStorageSize);
-      if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
-        (void)cudaGetLastError();  // not sticky: cleared so later checks see only their own errors
-        return 0;
-      }
-      cudaLaunchAttribute cluster{};
-      cluster.id = cudaLaunchAttributeClusterDimension;
-      cluster.val.clusterDim.x = ClusterM;
-      cluster.val.clusterDim.y = ClusterN;
-      cluster.val.clusterDim.z = 1;
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(ClusterM, ClusterN, 1);
-      cfg.blockDim = dim3(Kernel::MaxThreadsPerBlock, 1, 1);
-      cfg.dynamicSmemBytes = smem;
-      cfg.attrs = &cluster;
-      cfg.numAttrs = 1;
-      int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-      }
-      return n;
-    }();
-    return clusters;
+    static gemm::detail::DeviceOnce once;
+    const gemm::detail::ClusterKernel k{reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>),
+                                        int(Kernel::SharedStorageSize), ClusterM, ClusterN,
+                                        Kernel::get_block_shape(), "tilelink-gemm-probe", "candidate"};
+    return gemm::detail::setup_cluster_kernel_on(k, once, gemm::detail::current_device_or_throw("tilelink-gemm-probe"));
   }
   static size_t workspace_bytes(int M, int N, int K, int sms) {
     return Gemm::get_workspace_size(arguments(nullptr, nullptr, nullptr, M, N, K, sms));

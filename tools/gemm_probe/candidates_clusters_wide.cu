@@ -1,7 +1,6 @@
-// Candidates with clusters of four CTAs on the engine's wide tiles, and on a swapped tile for
-// tens to hundreds of rows.
+// Candidates with 2x2 clusters on the engine's wide tiles: each A tile multicast along N and each
+// B tile along M, as the engine's 64x128, 128x128 and swapped 128x96 tiles run at 64-4095 rows.
 #include "candidate.cuh"
 
-TILELINK_PROBE_CANDIDATE(pp_128x192_c4x1, 128, 192, 4, 1, pingpong, ab)
-TILELINK_PROBE_CANDIDATE(coop_128x256_c4x1, 128, 256, 4, 1, cooperative, ab)
-TILELINK_PROBE_CANDIDATE(ppba_128x96_c2x2, 128, 96, 2, 2, pingpong, ba)
+TILELINK_PROBE_CANDIDATE(pp_128x192_c2x2, 128, 192, 2, 2, pingpong, ab)
+TILELINK_PROBE_CANDIDATE(coop_128x256_c2x2, 128, 256, 2, 2, cooperative, ab)
