@@ -244,9 +244,9 @@ TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {
   // Large, full-wave shapes keep the fitted data-parallel choice in the plain set too.
   EXPECT_EQ(plain(8192, 3584, 8192).config, g::GemmConfig::coop_128x256_c2x1);
   EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
-  // Decode-sized M keeps the 64x128 tile; the plain set runs its 2x2-cluster twin (1.11x faster
-  // than the 2x1 over 60 random shapes of M 64-4095, 1.12x at M <= 512).
-  EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x2);
+  // Decode-sized M keeps the 64x128 tile in the plain set too: its 2x2-cluster twin would hold
+  // the 128 x 8192 output in 32 clusters of four, two waves of the 30 that fit.
+  EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
   EXPECT_EQ(plan(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
 }
 
@@ -260,31 +260,34 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   // The clustered 128x96 tile where M spans two columns: 184 x 5992 x 1848 and 179 x 8008 x 3896
   // ran 1.28x and 1.35x faster in a 1x2 cluster (each weight tile multicast to two column tiles
   // of A's rows) than unclustered; the 2x2 cluster (A's rows multicast too) ran 1.07x faster than
-  // the 1x2 over 60 random shapes of M 64-4095.
+  // the 1x2 over 60 random shapes of M 64-4095 — where its clusters fit one wave of 30: 24 of
+  // them on the first shape, 32 (two waves) on the second.
   EXPECT_EQ(plain(184, 5992, 1848).config, g::GemmConfig::ppba_128x96_c2x2);
-  EXPECT_EQ(plain(179, 8008, 3896).config, g::GemmConfig::ppba_128x96_c2x2);
-  // 287 x 5760 x 23488: pp_128x192_c2x1 0.51x, swapped 192x96 0.83x.
-  EXPECT_EQ(plain(287, 5760, 23488).config, g::GemmConfig::ppba_192x96_c1x1);
-  // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x.
-  EXPECT_EQ(plain(454, 9488, 3208).config, g::GemmConfig::pp_128x192_c2x1);
+  EXPECT_EQ(plain(179, 8008, 3896).config, g::GemmConfig::ppba_128x96_c1x2);
+  // 287 x 5760 x 23488: pp_128x192_c2x1 0.51x, swapped 192x96 0.83x; in 2x2 clusters the
+  // 128x192 tile fills one wave of 30 (2 x 15).
+  EXPECT_EQ(plain(287, 5760, 23488).config, g::GemmConfig::pp_128x192_c2x2);
+  // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x; its 2x2 twin reads a
+  // quarter less from L2 a step.
+  EXPECT_EQ(plain(454, 9488, 3208).config, g::GemmConfig::pp_128x192_c2x2);
   // 2293 x 6464 x 2696: pp_128x128_c2x1 0.89x, pp_128x192_c2x1 1.04x.
-  EXPECT_EQ(plain(2293, 6464, 2696).config, g::GemmConfig::pp_128x192_c2x1);
+  EXPECT_EQ(plain(2293, 6464, 2696).config, g::GemmConfig::coop_128x256_c2x2);
   // 377 x 352 x 640: the 128x96 swapped tile 0.78x, the narrow 64x32 one over 12 columns 1.14x.
   EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x1);
   // Narrow N, M in the thousands: the wide swapped tiles over many columns of M (one wave of
   // them holds all of B's few weight tiles), where the unswapped tiles' grid is short.
-  // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt (1x2; the 2x2
-  // twin is the pick now), the unswapped pp_128x128_c1x2 1.00x; 2422 x 832 x 632 on 13 columns of
+  // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt (1x2), the
+  // unswapped pp_128x128_c1x2 1.00x (its 2x2 twin is the pick now: 24 clusters, one wave); 2422 x 832 x 632 on 13 columns of
   // the clustered 128x192 tile 1.15x, sk_128x128_c1x1 0.81x; 2353 x 552 x 2592: 0.79x against
   // pp_128x128_c2x1's 0.65x.
-  EXPECT_EQ(plain(3058, 448, 7584).config, g::GemmConfig::ppba_128x96_c2x2);
+  EXPECT_EQ(plain(3058, 448, 7584).config, g::GemmConfig::pp_128x128_c2x2);
   EXPECT_EQ(plain(2422, 832, 632).config, g::GemmConfig::cpba_128x192_c2x1);
   EXPECT_EQ(plain(2353, 552, 2592).config, g::GemmConfig::ppba_128x96_c1x2);
   // The 2x2 clusters, measured alone (one H100, against cuBLASLt): 143 x 6528 x 1264 0.84x on
   // ppba_128x96_c2x2, 0.74x on its 1x2 twin; 415 x 19472 x 3096 0.84x on pp_128x128_c2x2, 0.79x
-  // on coop_128x256_c2x1.
+  // on coop_128x256_c2x1, 0.91x on the 128x192 tile in 2x2 clusters.
   EXPECT_EQ(plain(143, 6528, 1264).config, g::GemmConfig::ppba_128x96_c2x2);
-  EXPECT_EQ(plain(415, 19472, 3096).config, g::GemmConfig::pp_128x128_c2x2);
+  EXPECT_EQ(plain(415, 19472, 3096).config, g::GemmConfig::pp_128x192_c2x2);
   // The fused ops keep the measured priors there: the same shape can take another config.
   EXPECT_EQ(g::choose_config(g::packed({2293, 6464, 2696}), DType::bf16, 132, g::kPlainConfigMask).config,
             g::GemmConfig::pp_128x128_c2x1);
@@ -327,7 +330,8 @@ TEST(GemmHeuristic, FewRowsChooseConfigAndSlicesByPredictedTime) {
 // chooses them there only, the fused ops' rule never, and a mask of one of them alone still plans.
 TEST(GemmHeuristic, TwoByTwoClustersOnlyWhereTheMidRowsModelChooses) {
   const g::GemmConfig twos[] = {g::GemmConfig::pp_64x128_c2x2, g::GemmConfig::pp_128x128_c2x2,
-                                g::GemmConfig::ppba_128x96_c2x2};
+                                g::GemmConfig::ppba_128x96_c2x2, g::GemmConfig::pp_128x192_c2x2,
+                                g::GemmConfig::coop_128x256_c2x2};
   for (g::GemmConfig c : twos) {
     EXPECT_TRUE(g::heuristic::mid_rows_only(c)) << g::config_name(c);
     EXPECT_EQ(g::config_info(c).cluster_m * g::config_info(c).cluster_n, 4);
@@ -396,6 +400,14 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   EXPECT_DOUBLE_EQ(t.work, (5.0 + std::pow(54.0 / 66.0, 0.25)) * 22.0);
   EXPECT_EQ(t.passes, 1.0);
   EXPECT_DOUBLE_EQ(t.partial_us, 2.0 * 3 * 300 * 8192 * 4 / 4.0e6);
+  // Clusters of four fit 30 to a 132-SM GPU (a cluster's CTAs share one GPC), not 132 / 4: the
+  // same shape on 2x2 clusters of 128x128 tiles is 2 x 32 = 64 clusters, two full waves of 30
+  // and 4 / 30. Within 100 SMs, 25 a wave.
+  const g::GemmPlan quad{g::GemmConfig::pp_128x128_c2x2};
+  EXPECT_DOUBLE_EQ(h::time_terms(h::TimeModel::mid_rows, s, quad, 132).work,
+                   (2.0 + std::pow(4.0 / 30.0, 0.25)) * 64.0);
+  EXPECT_DOUBLE_EQ(h::time_terms(h::TimeModel::mid_rows, s, quad, 100).work,
+                   (2.0 + std::pow(14.0 / 25.0, 0.25)) * 64.0);
   // Its prediction is the one the rule compares.
   const auto c = h::config_time(h::TimeModel::mid_rows, sliced.config);
   ASSERT_TRUE(c.has_value());

@@ -20,6 +20,17 @@ inline KernelDims kernel_dims(const GemmShape& s, const GemmConfigInfo& c) {
   return c.operands == GemmOperands::ba ? KernelDims{s.N, s.M} : KernelDims{s.M, s.N};
 }
 
+// The clusters of `size` CTAs (one CTA per SM) that run at once within `sms` SMs. A cluster's
+// CTAs share one GPC, and a 132-SM Hopper's GPCs hold only 30 clusters of four (120 SMs) and 15
+// of eight: cuBLASLt's one-wave grids of such clusters there are 120 CTAs, and the engine's 2x2
+// kernels ran 1.45x slower on 31-33 cluster tiles (two waves) than on 30 (docs/PERF.md, "clusters
+// of four fit 30 to a GPU"). Clusters of one or two CTAs fit every SM.
+constexpr int64_t kSmsForClustersOfFour = 120;
+inline int64_t cluster_slots(int sms, int size) {
+  const int64_t by_sms = sms / size;
+  return std::max<int64_t>(1, size < 4 ? by_sms : std::min<int64_t>(by_sms, kSmsForClustersOfFour / size));
+}
+
 struct GridCount {
   int64_t units, slots, unit_rows, unit_cols;
 };
@@ -27,7 +38,7 @@ inline GridCount grid_count(const GemmShape& s, const GemmConfigInfo& c, int sms
   const KernelDims d = kernel_dims(s, c);
   const int64_t rows = int64_t(c.tile_m) * c.cluster_m, cols = int64_t(c.tile_n) * c.cluster_n;
   const int64_t units = ((d.m + rows - 1) / rows) * ((d.n + cols - 1) / cols);
-  return {units, std::max<int64_t>(1, sms / (c.cluster_m * c.cluster_n)), rows, cols};
+  return {units, cluster_slots(sms, c.cluster_m * c.cluster_n), rows, cols};
 }
 
 // A swapped tile holds tile_n of A's rows, so ceil(M / tile_n) tile columns each read all of B.

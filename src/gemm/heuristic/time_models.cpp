@@ -40,10 +40,12 @@ constexpr ConfigTime kMidRowsTimes[] = {
     // (docs/PERF.md, "clustered wide swapped tiles").
     {GemmConfig::ppba_128x96_c1x2, 3.35, 0.391},  {GemmConfig::cpba_128x192_c2x1, 3.58, 0.635},
     // The 2x2 clusters (each operand tile multicast to two CTAs), chosen by this model only;
-    // fitted with the others' constants held on 60 random shapes of M 64-4095 (docs/PERF.md,
-    // "2x2 clusters"): a K step 4-10% cheaper than their 2-CTA twins'.
-    {GemmConfig::pp_64x128_c2x2, 3.16, 0.283},    {GemmConfig::pp_128x128_c2x2, 3.97, 0.430},
-    {GemmConfig::ppba_128x96_c2x2, 3.70, 0.351},
+    // fitted with the others' constants held on 120 random shapes of M 64-4095, their grids at
+    // 30 clusters a wave (docs/PERF.md, "2x2 clusters on the wide tiles"): a K step 7-17% cheaper
+    // than their 2-CTA twins'.
+    {GemmConfig::pp_64x128_c2x2, 3.27, 0.2725},   {GemmConfig::pp_128x128_c2x2, 4.21, 0.3925},
+    {GemmConfig::ppba_128x96_c2x2, 3.79, 0.3267}, {GemmConfig::pp_128x192_c2x2, 5.08, 0.5288},
+    {GemmConfig::coop_128x256_c2x2, 4.87, 0.7327},
 };
 // No streamed-bytes term; the summing pass or the chained fixups; x the partial sums' bytes
 // (written, read) at 4 TB/s; the stream-K fixup.
