@@ -128,7 +128,6 @@ void CublasGemm::run(DType dt, const void* a, const void* b, void* d, int64_t m,
            "cublasLtMatmul", m, n, k);
 }
 
-
 std::string CublasGemm::algorithm(DType dt, const void* a, const void* b, const void* d, int64_t m, int64_t n,
                                   int64_t k) {
   const Plan& p = plan({int64_t(dt), m, n, k, alignment(a), alignment(b), alignment(d)});

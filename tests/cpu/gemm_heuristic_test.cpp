@@ -265,20 +265,22 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   EXPECT_EQ(plain(184, 5992, 1848).config, g::GemmConfig::ppba_128x96_c2x2);
   EXPECT_EQ(plain(179, 8008, 3896).config, g::GemmConfig::ppba_128x96_c1x2);
   // 287 x 5760 x 23488: pp_128x192_c2x1 0.51x, swapped 192x96 0.83x; in 2x2 clusters the
-  // 128x192 tile fills one wave of 30 (2 x 15).
+  // 128x192 tile fills one wave of 30 (2 x 15), the model's pick now (not measured here).
   EXPECT_EQ(plain(287, 5760, 23488).config, g::GemmConfig::pp_128x192_c2x2);
-  // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x; its 2x2 twin reads a
-  // quarter less from L2 a step.
+  // 454 x 9488 x 3208: pp_64x128_c2x1 0.54x, pp_128x192_c2x1 0.77x; its 2x2 twin, which reads
+  // a quarter less from L2 a step, is the model's pick now (not measured here).
   EXPECT_EQ(plain(454, 9488, 3208).config, g::GemmConfig::pp_128x192_c2x2);
-  // 2293 x 6464 x 2696: pp_128x128_c2x1 0.89x, pp_128x192_c2x1 1.04x.
+  // 2293 x 6464 x 2696: pp_128x128_c2x1 0.89x, pp_128x192_c2x1 1.04x; the model now picks the
+  // 128x256 tile in 2x2 clusters (not measured here).
   EXPECT_EQ(plain(2293, 6464, 2696).config, g::GemmConfig::coop_128x256_c2x2);
   // 377 x 352 x 640: the 128x96 swapped tile 0.78x, the narrow 64x32 one over 12 columns 1.14x.
   EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x1);
   // Narrow N, M in the thousands: the wide swapped tiles over many columns of M (one wave of
   // them holds all of B's few weight tiles), where the unswapped tiles' grid is short.
   // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt (1x2), the
-  // unswapped pp_128x128_c1x2 1.00x (its 2x2 twin is the pick now: 24 clusters, one wave); 2422 x 832 x 632 on 13 columns of
-  // the clustered 128x192 tile 1.15x, sk_128x128_c1x1 0.81x; 2353 x 552 x 2592: 0.79x against
+  // unswapped pp_128x128_c1x2 1.00x (the model's pick now is the 128x128 tile in 2x2 clusters,
+  // 24 of them, one wave; not measured here); 2422 x 832 x 632 on 13 columns of the clustered
+  // 128x192 tile 1.15x, sk_128x128_c1x1 0.81x; 2353 x 552 x 2592: 0.79x against
   // pp_128x128_c2x1's 0.65x.
   EXPECT_EQ(plain(3058, 448, 7584).config, g::GemmConfig::pp_128x128_c2x2);
   EXPECT_EQ(plain(2422, 832, 632).config, g::GemmConfig::cpba_128x192_c2x1);

@@ -23,8 +23,8 @@ inline KernelDims kernel_dims(const GemmShape& s, const GemmConfigInfo& c) {
 // The clusters of `size` CTAs (one CTA per SM) that run at once within `sms` SMs. A cluster's
 // CTAs share one GPC, and a 132-SM Hopper's GPCs hold only 30 clusters of four (120 SMs) and 15
 // of eight: cuBLASLt's one-wave grids of such clusters there are 120 CTAs, and the engine's 2x2
-// kernels ran 1.45x slower on 31-33 cluster tiles (two waves) than on 30 (docs/PERF.md, "clusters
-// of four fit 30 to a GPU"). Clusters of one or two CTAs fit every SM.
+// kernels ran at 0.69x their 2-CTA twins' speed on 31-33 cluster tiles (two waves) against 1.06x
+// on 30 (docs/PERF.md, "2x2 clusters on the wide tiles"). Clusters of one or two fit every SM.
 constexpr int64_t kSmsForClustersOfFour = 120;
 inline int64_t cluster_slots(int sms, int size) {
   const int64_t by_sms = sms / size;
