@@ -55,7 +55,7 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
     for (int i = 0; i < kNumGemmConfigs; ++i) {
       const GemmConfig cfg = static_cast<GemmConfig>(i);
       const GemmConfigInfo& c = kGemmConfigInfo[i];
-      if (!(allowed & (uint64_t(1) << i))) continue;
+      if (!(allowed & config_bit(cfg))) continue;
       if (c.cluster_m * c.cluster_n > sms || few_rows_only(cfg)) continue;
       if (mid_rows_only(cfg) && !timed && !with_mid_rows_only) continue;
       const Candidate cand = best_division(s, cfg, sms);
