@@ -13,6 +13,7 @@
 #include "heuristic/plain_plan.hpp"
 #include "tilelink/gemm/hooks.cuh"
 #include "tilelink/core/error.hpp"
+#include "tilelink/gemm/tuning.hpp"
 
 namespace tilelink::gemm {
 
@@ -203,7 +204,7 @@ LaunchWorkspace::~LaunchWorkspace() {
 // ---- run-time dtype entry point ----------------------------------------------------------
 void gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, const GemmPlan* plan,
           int sm_budget, cudaStream_t stream) {
-  const GemmPlan p = plan ? *plan : detail::plain_plan(shape, dtype, sm_budget);
+  const GemmPlan p = plan ? *plan : detail::plain_call_plan(dtype, A, B, D, shape, sm_budget, stream);
   switch (dtype) {
     case DType::bf16: {
       GemmArgs<__nv_bfloat16> a{static_cast<const __nv_bfloat16*>(A), static_cast<const __nv_bfloat16*>(B),

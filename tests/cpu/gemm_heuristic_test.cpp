@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "tilelink/core/error.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/tuning.hpp"
 #include "gemm/heuristic/plain_plan.hpp"
 #include "gemm/heuristic/time_models.hpp"
 
@@ -382,6 +384,52 @@ TEST(GemmHeuristic, CachedPlainPlansAreTheRulesPlans) {
         ASSERT_EQ(got.swizzle, want.swizzle);
       }
     }
+}
+
+// What tuning times: the rule's ranking. Its first plan is choose_config's, every allowed config
+// that fits the budget appears once at its own division and tile order, and in the mid-rows
+// band (plain use) the predicted times never fall along the list.
+TEST(GemmHeuristic, RankedPlansStartWithTheRulesPickAndHoldEachConfigOnce) {
+  for (int64_t m : {1, 17, 63, 64, 300, 2500, 4095, 4096, 9000})
+    for (int64_t n : {256, 4096, 28672})
+      for (int64_t k : {512, 6216, 16384})
+        for (int sms : {132, 78})
+          for (g::PlanUse use : {g::PlanUse::plain, g::PlanUse::fused_op})
+            for (uint64_t mask : {g::kLibConfigMask, g::kPlainConfigMask}) {
+              const g::GemmShape s = g::packed({m, n, k});
+              const std::vector<g::GemmPlan> ranked = g::ranked_plans(s, sms, mask, use);
+              const g::GemmPlan pick = g::choose_config(s, DType::bf16, sms, mask, use);
+              ASSERT_FALSE(ranked.empty());
+              const std::string where = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                                        " sms " + std::to_string(sms);
+              EXPECT_EQ(ranked[0].config, pick.config) << where;
+              EXPECT_EQ(ranked[0].decomposition, pick.decomposition) << where;
+              EXPECT_EQ(ranked[0].splits, pick.splits) << where;
+              EXPECT_EQ(ranked[0].raster, pick.raster) << where;
+              EXPECT_EQ(ranked[0].swizzle, pick.swizzle) << where;
+              uint64_t seen = 0;
+              for (const g::GemmPlan& p : ranked) {
+                EXPECT_TRUE(mask & g::config_bit(p.config)) << where;
+                EXPECT_FALSE(seen & g::config_bit(p.config)) << where << ": " << g::config_name(p.config) << " twice";
+                seen |= g::config_bit(p.config);
+                // Each plan is the one the rule would run were its config the only one allowed.
+                const g::GemmPlan alone = g::choose_config(s, DType::bf16, sms, g::config_bit(p.config), use);
+                EXPECT_EQ(p.decomposition, alone.decomposition) << where << " " << g::config_name(p.config);
+                EXPECT_EQ(p.splits, alone.splits) << where << " " << g::config_name(p.config);
+                EXPECT_EQ(p.raster, alone.raster) << where << " " << g::config_name(p.config);
+              }
+              const bool timed = use == g::PlanUse::plain && m >= g::heuristic::kTimedMinRows &&
+                                 m <= g::heuristic::kTimedMaxRows;
+              if (timed && mask == g::kPlainConfigMask) {
+                EXPECT_GE(ranked.size(), 10u) << where;
+                for (size_t i = 1; i < ranked.size(); ++i) {
+                  const double a = g::heuristic::plain_time_us(s, ranked[i - 1], sms);
+                  const double b = g::heuristic::plain_time_us(s, ranked[i], sms);
+                  if (a > 0 && b > 0) EXPECT_LE(a, b) << where << " at " << i;
+                }
+              }
+            }
+  EXPECT_THROW(g::ranked_plans(g::packed({64, 256, 256}), 132, 0), tilelink::Error);
 }
 
 // The time models' terms, worked out by hand (the fitting tool and the rule both read them).

@@ -20,6 +20,8 @@
 //        --orders (every config at its rule's division in each raster x swizzle 1/2/4, too)
 //        --alone (every config as the rule would run it were it the only one allowed, too)
 //        --no-overlap (plain launches without programmatic dependent launch)
+//        --tune[=N] (the heuristic table runs the tuned plan: the rule's first N plans, 3 unless
+//        given, timed on the shape and the fastest kept — what TILELINK_GEMM_TUNE=1 runs)
 //
 // Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
 // a block >= 0.5 ms; a spin kernel ahead of the first event keeps host launch latency out of it),
@@ -48,6 +50,7 @@
 #include "bench/shape_sample.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/tuning.hpp"
 #include "bench/trivial_signal_hooks.cuh"
 #include "tilelink/core/error.hpp"
 #include "tilelink/testing/check.hpp"
@@ -374,9 +377,22 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
               "TFLOP/s", "cublas ms", "TFLOP/s", "ratio", "check", "cuBLASLt's algorithm");
   std::fflush(stdout);
   std::vector<double> ratios;
+  // --tune: the plain GEMM's tuned plan (its rule, so --without / --lib-only do not apply).
+  const bool tune = args.has("tune");
+  GemmTuning tuning;
+  if (tune && !args.get("tune", "").empty()) tuning.candidates = int(std::max<long>(1, args.get_int("tune", 3)));
+  TL_REQUIRE(!tune || (without == 0 && use == PlanUse::plain),
+             "gemm bench: --tune times the plain GEMM's own ranking (no --without, --lib-only or --fused-order)");
+  int tuned_changed = 0;
   for (const auto& s : shapes) {
     Buffers b(s, sets);
-    const GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
+    GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
+    if (tune) {
+      const GemmTuneResult r = tune_plain_gemm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, GemmShape{s.M, s.N, s.K},
+                                               budget, st, tuning);
+      tuned_changed += r.best != 0;
+      p = r.plans[size_t(r.best)];
+    }
     std::string chk = "skipped";
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
     const auto med = timer.measure({engine(b, p), cublas(b)}, samples);
@@ -386,8 +402,11 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
                 med[1], tflops(s, med[1]), med[1] / med[0], chk.c_str(),
                 cb.lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K).c_str());
     std::fflush(stdout);
-    csv.row("heuristic", s, b, p, med[0], med[1]);
+    csv.row(tune ? "tuned" : "heuristic", s, b, p, med[0], med[1]);
   }
+  if (tune)
+    std::printf("tuned: the rule's first %d plans timed per shape; a later one kept on %d of %zu shapes\n",
+                tuning.candidates, tuned_changed, shapes.size());
   const auto sum = tilelink::bench::summarize_ratios(ratios);
   std::printf("ratio (cuBLAS time / engine time) over %d shapes: geomean %.3f, min %.3f, p10 %.3f, median %.3f, "
               "%d below 0.90\n",

@@ -1,23 +1,26 @@
 // choose_config: the engine's config heuristic over a mask of configs (docs/GEMM.md, "Heuristic"),
-// and the plain GEMM's per-thread cache of its plans. Pure functions of the shape, the mask and the
-// SM count, pinned by tests/cpu/gemm_heuristic_test.cpp.
+// its ranking of every plan it may choose (what tuning times), and the plain GEMM's per-thread
+// cache of its plans. Pure functions of the shape, the mask and the SM count, pinned by
+// tests/cpu/gemm_heuristic_test.cpp.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
-#include <optional>
+#include <vector>
 
 #include "plain_plan.hpp"
 #include "grid.hpp"
 #include "scores.hpp"
 #include "time_models.hpp"
 #include "tilelink/core/error.hpp"
+#include "tilelink/gemm/tuning.hpp"
 
 namespace tilelink::gemm {
 
 using heuristic::best_division;
 using heuristic::Candidate;
 using heuristic::few_rows_only;
-using heuristic::few_rows_plan;
+using heuristic::few_rows_plans;
 using heuristic::KernelDims;
 using heuristic::kernel_dims;
 using heuristic::kTimedMaxRows;
@@ -36,47 +39,8 @@ int budget_sms(int sm_budget) {
   return cudaGetDevice(&device) == cudaSuccess ? detail::device_sm_count(device) : 132;
 }
 
-}  // namespace
-
-GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
-  const GemmShape s = packed(shape);
-  const int sms = budget_sms(sm_budget);
-  TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
-  if (s.M <= 0 || s.N <= 0) return GemmPlan{};  // nothing to compute: any plan launches nothing
-  const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
-  // Below 64 rows the plain GEMM takes the few-rows model's plan when one of its configs is allowed.
-  std::optional<GemmPlan> few =
-      use == PlanUse::plain && s.M < kTimedMinRows ? few_rows_plan(s, allowed, sms) : std::nullopt;
-  Candidate best{GemmPlan{}, -1.0};
-  double best_us = -1.0;
-  // The mid-rows model's own configs (no score prior) take part outside its band only when
-  // nothing else is allowed (a one-config mask), as the few-rows configs do below.
-  const auto choose_among = [&](bool with_mid_rows_only) {
-    for (int i = 0; i < kNumGemmConfigs; ++i) {
-      const GemmConfig cfg = static_cast<GemmConfig>(i);
-      const GemmConfigInfo& c = kGemmConfigInfo[i];
-      if (!(allowed & config_bit(cfg))) continue;
-      if (c.cluster_m * c.cluster_n > sms || few_rows_only(cfg)) continue;
-      if (mid_rows_only(cfg) && !timed && !with_mid_rows_only) continue;
-      const Candidate cand = best_division(s, cfg, sms);
-      // Timed: every config at its score's division, even one the score rules out (a wide swapped
-      // tile over more columns of M than the score is fitted for: the time model was fitted on
-      // them too, and they win where N is narrow and M in the thousands).
-      const double us = timed ? plain_time_us(s, cand.plan, sms) : -1.0;
-      if (us > 0.0) {
-        // Timed candidates beat untimed ones (configs without a fitted time: the sweep set).
-        if (best_us < 0.0 || us < best_us * (1.0 - 1e-9)) best = cand, best_us = us;
-      } else if (best_us < 0.0 && cand.score > best.score + 1e-9) {
-        best = cand;
-      }
-    }
-  };
-  if (!few) choose_among(false);
-  if (!few && best.score < 0) choose_among(true);
-  // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).
-  if (!few && best.score < 0) few = few_rows_plan(s, allowed, sms);
-  TL_REQUIRE(best.score >= 0 || few, "gemm: no allowed config fits an SM budget of ", sms);
-  GemmPlan plan = few ? *few : best.plan;
+// The plan's tile order for its use (the config and division stay).
+GemmPlan with_order(const GemmShape& s, GemmPlan plan, PlanUse use) {
   const GemmConfigInfo& chosen = config_info(plan.config);
   if (use == PlanUse::plain) {
     // Walk the shorter tile dimension first: a wave then holds every tile that shares a slice of
@@ -99,6 +63,70 @@ GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, u
   const bool one_cluster_row = kernel_dims(s, chosen).m <= int64_t(chosen.tile_m) * chosen.cluster_m;
   plan.swizzle = one_cluster_row || plan.decomposition != Decomposition::data_parallel ? 1 : 2;
   return plan;
+}
+
+// The allowed configs at their score's division, in the order the rule prefers them: by
+// predicted time where the shape is in the mid-rows model's band (configs without a fitted time
+// after those with one), else by score. The mid-rows model's own configs (no score prior) take
+// part outside its band only `with_mid_rows_only`.
+std::vector<GemmPlan> by_model_or_score(const GemmShape& s, int sms, uint64_t allowed, bool timed,
+                                        bool with_mid_rows_only) {
+  std::vector<heuristic::TimedPlan> by_time;
+  std::vector<Candidate> by_score;
+  for (int i = 0; i < kNumGemmConfigs; ++i) {
+    const GemmConfig cfg = static_cast<GemmConfig>(i);
+    const GemmConfigInfo& c = kGemmConfigInfo[i];
+    if (!(allowed & config_bit(cfg))) continue;
+    if (c.cluster_m * c.cluster_n > sms || few_rows_only(cfg)) continue;
+    if (mid_rows_only(cfg) && !timed && !with_mid_rows_only) continue;
+    const Candidate cand = best_division(s, cfg, sms);
+    // Timed: every config at its score's division, even one the score rules out (a wide swapped
+    // tile over more columns of M than the score is fitted for: the time model was fitted on
+    // them too, and they win where N is narrow and M in the thousands).
+    const double us = timed ? plain_time_us(s, cand.plan, sms) : -1.0;
+    if (us > 0.0) {
+      by_time.push_back({cand.plan, us});
+    } else {
+      by_score.push_back(cand);
+    }
+  }
+  heuristic::sort_fastest_first(by_time);
+  std::stable_sort(by_score.begin(), by_score.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  std::vector<GemmPlan> plans;
+  for (const auto& t : by_time) plans.push_back(t.plan);
+  for (const auto& c : by_score) plans.push_back(c.plan);
+  return plans;
+}
+
+std::vector<GemmPlan> plans_of(const std::vector<heuristic::TimedPlan>& timed) {
+  std::vector<GemmPlan> plans;
+  for (const auto& t : timed) plans.push_back(t.plan);
+  return plans;
+}
+
+}  // namespace
+
+std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64_t allowed, PlanUse use) {
+  const GemmShape s = packed(shape);
+  const int sms = budget_sms(sm_budget);
+  TL_REQUIRE(allowed != 0, "gemm: choose_config with an empty config mask");
+  if (s.M <= 0 || s.N <= 0) return {GemmPlan{}};  // nothing to compute: any plan launches nothing
+  std::vector<GemmPlan> plans;
+  // Below 64 rows the plain GEMM takes the few-rows model's plans when one of its configs is allowed.
+  if (use == PlanUse::plain && s.M < kTimedMinRows) plans = plans_of(few_rows_plans(s, allowed, sms));
+  const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
+  if (plans.empty()) plans = by_model_or_score(s, sms, allowed, timed, false);
+  if (plans.empty()) plans = by_model_or_score(s, sms, allowed, timed, true);
+  // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).
+  if (plans.empty()) plans = plans_of(few_rows_plans(s, allowed, sms));
+  TL_REQUIRE(!plans.empty(), "gemm: no allowed config fits an SM budget of ", sms);
+  for (GemmPlan& p : plans) p = with_order(s, p, use);
+  return plans;
+}
+
+GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
+  return ranked_plans(shape, sm_budget, allowed, use).front();
 }
 
 namespace detail {

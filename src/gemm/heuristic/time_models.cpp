@@ -156,9 +156,8 @@ bool mid_rows_only(GemmConfig cfg) {
   return find_time(kMidRowsTimes, cfg) != nullptr && !has_fitted_prior(cfg) && find_time(kFewRowsTimes, cfg) == nullptr;
 }
 
-std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int sms) {
-  std::optional<GemmPlan> best;
-  double best_us = 0.0;
+std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int sms) {
+  std::vector<TimedPlan> plans;
   for (const ConfigTime& fit : kFewRowsTimes) {
     const GemmConfigInfo& c = config_info(fit.config);
     if (!(allowed & config_bit(fit.config)) || c.cluster_m * c.cluster_n > sms) continue;
@@ -169,14 +168,13 @@ std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int 
     const auto time_us = [&](int splits) {
       return predicted_us(few_rows_terms(s, sliced(splits), sms), fit, kFewRowsShared);
     };
-    const auto consider = [&](GemmPlan plan, double us) {
-      if (!best || us < best_us * (1.0 - 1e-9)) best = plan, best_us = us;
-    };
-    consider(sliced(1), time_us(1));
+    TimedPlan best{sliced(1), time_us(1)};
     const ReduceSplits split = best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / time_us(splits); });
-    if (split.splits >= 2) consider(sliced(split.splits), 1.0 / split.score);
+    if (split.splits >= 2 && 1.0 / split.score < best.us * (1.0 - 1e-9)) best = {sliced(split.splits), 1.0 / split.score};
+    plans.push_back(best);
   }
-  return best;
+  sort_fastest_first(plans);
+  return plans;
 }
 
 }  // namespace tilelink::gemm::heuristic

@@ -10,8 +10,10 @@
 // through `tilelink-gemm-model`); the fits and their out-of-sample checks are in the .cpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "tilelink/gemm/gemm.hpp"
 
@@ -52,9 +54,20 @@ inline double predicted_us(const TimeTerms& t, const ConfigTime& c, const Shared
 // Predicted microseconds of `plan` under the mid_rows model; < 0 for a config without a fitted time.
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms);
 
-// Below kTimedMinRows: the fastest predicted division (whole, or the slice counts split_k_reduce
-// may run) among the allowed few-rows configs; nullopt if none is allowed.
-std::optional<GemmPlan> few_rows_plan(const GemmShape& s, uint64_t allowed, int sms);
+// A plan with its predicted time.
+struct TimedPlan {
+  GemmPlan plan;
+  double us;
+};
+
+// Fastest predicted first; plans predicted alike keep their order (the config list's).
+inline void sort_fastest_first(std::vector<TimedPlan>& plans) {
+  std::stable_sort(plans.begin(), plans.end(), [](const TimedPlan& a, const TimedPlan& b) { return a.us < b.us; });
+}
+
+// Below kTimedMinRows: each allowed few-rows config at its fastest predicted division (whole, or
+// the slice counts split_k_reduce may run), fastest first; empty if none is allowed.
+std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int sms);
 
 // Configs the few-rows model alone chooses: its own, less those the score has a fitted prior for.
 bool few_rows_only(GemmConfig cfg);

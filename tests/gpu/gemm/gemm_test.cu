@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/gemm/problem.cuh"
 #include "gpu/gemm/reference.cuh"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/hooks.cuh"
@@ -18,10 +19,6 @@ using tilelink::DType;
 using namespace tltest;
 
 namespace {
-
-struct Case {
-  int64_t M, N, K, lda = 0, ldb = 0, ldd = 0;
-};
 
 const Case kCases[] = {
     {1000, 1000, 4104},                     // ragged M, N; K not a multiple of the 64-wide k tile
@@ -34,38 +31,6 @@ const Case kCases[] = {
     {8, 8, 8},                              // tiny
     {300, 200, 136, 144, 160, 208},         // leading dimensions larger than the extents
     {777, 1096, 1160},
-};
-
-template <class T>
-struct Problem {
-  Case c;
-  GemmShape s;
-  DeviceBuffer<T> A, B, D;
-  DeviceBuffer<float> ref, absref;
-  std::vector<float> href, habs;
-  static constexpr float kPoison = -777.0f;  // exactly representable in bf16 and fp16
-
-  Problem(const Case& cs, int mode, uint64_t seed)
-      : c(cs),
-        s(packed(GemmShape{cs.M, cs.N, cs.K, cs.lda, cs.ldb, cs.ldd})),
-        A(size_t(s.M * s.lda)),
-        B(size_t(s.N * s.ldb)),
-        D(size_t(s.M * s.ldd)),
-        ref(size_t(s.M * s.N)),
-        absref(size_t(s.M * s.N)) {
-    fill_random<T><<<256, 256>>>(A.ptr, s.M, s.K, s.lda, seed, mode);
-    fill_random<T><<<256, 256>>>(B.ptr, s.N, s.K, s.ldb, seed ^ 0xABCDEFull, mode);
-    dim3 grid(unsigned((s.N + 31) / 32), unsigned((s.M + 31) / 32));
-    reference_gemm<T><<<grid, 256>>>(A.ptr, B.ptr, ref.ptr, absref.ptr, int(s.M), int(s.N), int(s.K), s.lda, s.ldb);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    href = ref.host();
-    habs = absref.host();
-  }
-  void poison() {
-    fill_value<T><<<256, 256>>>(D.ptr, int64_t(D.n), kPoison);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  }
-  CheckResult check(bool exact) { return check_d<T>(D.host(), href, habs, s.M, s.N, s.ldd, exact, kPoison); }
 };
 
 std::string describe(const GemmShape& s, const GemmPlan& p, int budget) {

@@ -1,0 +1,68 @@
+// Plain-GEMM tuning: the rule's best few plans for a shape timed on the device, the fastest kept.
+//
+// The rule (choose_config) predicts each config's time from a fitted model; on a random shape its
+// first pick is within a few percent of the fastest config most of the time but not always
+// (docs/GEMM.md, "Tuning"). Tuning times the rule's first few plans on the caller's operands once
+// per shape and keeps the fastest, as PyTorch's TunableOp does for cuBLASLt's candidates:
+//
+//   tilelink::gemm::set_plain_gemm_tuning(true);   // or TILELINK_GEMM_TUNE=1 in the environment
+//   tilelink::gemm::gemm(DType::bf16, A, B, D, shape, /*plan=*/nullptr, 0, stream);  // tunes once
+//
+// A tuning call blocks the host until its timings are done; under CUDA graph capture nothing is
+// timed (a shape tuned before capture keeps its tuned plan, any other gets the rule's).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "tilelink/core/dtype.hpp"
+#include "tilelink/gemm/gemm.hpp"
+
+namespace tilelink::gemm {
+
+// Every plan choose_config(shape, dtype, sm_budget, allowed, use) may return for the shape, in
+// the rule's order: its pick first, then each other allowed config at its own best division
+// (by predicted time where the rule has a time model for the shape, else by score). Pure given
+// sm_budget > 0.
+std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64_t allowed = kLibConfigMask,
+                                   PlanUse use = PlanUse::fused_op);
+
+struct GemmTuning {
+  int candidates = 3;  // the rule's first plans timed (the rule's pick among them)
+  int samples = 7;     // timed blocks of launches per candidate, interleaved; the median decides
+};
+
+// What tuning measured for one shape: the plans timed (the rule's order) and the median
+// microseconds per launch of each; `best` indexes the fastest.
+struct GemmTuneResult {
+  std::vector<GemmPlan> plans;
+  std::vector<double> us;
+  int best = 0;
+};
+
+// Times the rule's first `tuning.candidates` plain plans (kPlainConfigMask, PlanUse::plain) on
+// `stream` with the caller's operands — D is written, its contents afterwards are the last
+// launch's — and returns what it measured. Blocks until done; throws tilelink::Error under graph
+// capture, on bad operands or a failed launch.
+GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape,
+                               int sm_budget, cudaStream_t stream, const GemmTuning& tuning = {});
+
+// Whether gemm(..., plan = nullptr, ...) tunes: off unless TILELINK_GEMM_TUNE=1 is set, or
+// set_plain_gemm_tuning(true). Tuned plans are kept per (device, dtype, shape and leading
+// dimensions, SM budget) for the life of the process; clear_tuned_plans() forgets them.
+void set_plain_gemm_tuning(bool on);
+bool plain_gemm_tuning();
+void clear_tuned_plans();
+// How many shapes have a tuned plan (for tests and tools).
+size_t tuned_plan_count();
+
+namespace detail {
+// The plan gemm() runs when the caller gives none: the tuned one when tuning is on (tuning the
+// shape first if it is new and the stream is not capturing), else the rule's.
+GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, int sm_budget,
+                         cudaStream_t stream);
+}  // namespace detail
+
+}  // namespace tilelink::gemm

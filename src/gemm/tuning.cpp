@@ -1,0 +1,186 @@
+// Plain-GEMM tuning (tilelink/gemm/tuning.hpp): the rule's first plans timed on the device,
+// interleaved, and the process-wide table of tuned plans gemm() consults.
+#include "tilelink/gemm/tuning.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "heuristic/plain_plan.hpp"
+#include "../runtime/options.hpp"
+#include "tilelink/core/error.hpp"
+
+namespace tilelink::gemm {
+namespace {
+
+// A timed block of launches lasts at least this long, so that event resolution and launch gaps
+// stay small beside it; at most kMaxReps launches (a block of 5-us GEMMs is then ~0.3 ms).
+constexpr double kBlockUs = 200.0;
+constexpr int kMaxReps = 64;
+
+class Events {
+ public:
+  explicit Events(size_t n) : ev_(n, nullptr) {
+    for (auto& e : ev_) TL_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~Events() {
+    for (auto e : ev_)
+      if (e) (void)cudaEventDestroy(e);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  cudaEvent_t operator[](size_t i) const { return ev_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> ev_;
+};
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  TL_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+int current_device() {
+  int device = 0;
+  TL_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Tuned plans per (device, dtype, packed shape, SMs).
+using TuneKey = std::array<int64_t, 9>;
+struct TunedPlans {
+  std::mutex mutex;
+  std::map<TuneKey, GemmPlan> plans;
+};
+TunedPlans& tuned() {
+  static TunedPlans* t = new TunedPlans;  // outlives every thread that may still call gemm()
+  return *t;
+}
+
+bool tuning_from_env() {
+  const char* text = std::getenv("TILELINK_GEMM_TUNE");
+  return text && *text && parse_env_integer("TILELINK_GEMM_TUNE", text, 0, 1, "0 (off) or 1 (tune plain GEMMs)") == 1;
+}
+std::atomic<int>& tuning_flag() {  // -1: not read from the environment yet
+  static std::atomic<int> flag{-1};
+  return flag;
+}
+
+}  // namespace
+
+GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape,
+                               int sm_budget, cudaStream_t stream, const GemmTuning& tuning) {
+  TL_REQUIRE(tuning.candidates >= 1 && tuning.samples >= 1, "gemm tuning: candidates (", tuning.candidates,
+             ") and samples (", tuning.samples, ") must be at least 1");
+  TL_REQUIRE(!capturing(stream), "gemm tuning: the stream is capturing a CUDA graph; tune before capture");
+  validate(packed(shape), A, B, D, "gemm tuning");
+  GemmTuneResult r;
+  r.plans = ranked_plans(shape, sm_budget, kPlainConfigMask, PlanUse::plain);
+  if (int(r.plans.size()) > tuning.candidates) r.plans.resize(size_t(tuning.candidates));
+  const size_t n = r.plans.size();
+  r.us.assign(n, 0.0);
+  if (n == 1) return r;
+  const auto launch = [&](size_t c, int reps) {
+    for (int i = 0; i < reps; ++i) gemm(dtype, A, B, D, shape, &r.plans[c], sm_budget, stream);
+  };
+  // One untimed launch of each (sets its kernel up on the device), then one timed one: the
+  // estimate that sizes the blocks.
+  Events est(2 * n);
+  for (size_t c = 0; c < n; ++c) launch(c, 1);
+  for (size_t c = 0; c < n; ++c) {
+    TL_CUDA_CHECK(cudaEventRecord(est[2 * c], stream));
+    launch(c, 1);
+    TL_CUDA_CHECK(cudaEventRecord(est[2 * c + 1], stream));
+  }
+  TL_CUDA_CHECK(cudaEventSynchronize(est[2 * n - 1]));
+  float slowest_ms = 0.0f;
+  for (size_t c = 0; c < n; ++c) {
+    float ms = 0.0f;
+    TL_CUDA_CHECK(cudaEventElapsedTime(&ms, est[2 * c], est[2 * c + 1]));
+    slowest_ms = std::max(slowest_ms, ms);
+  }
+  const int reps = std::clamp(int(std::ceil(kBlockUs / std::max(1.0, 1000.0 * slowest_ms))), 1, kMaxReps);
+  // Blocks of `reps` launches, the candidates interleaved so that clocks and neighbours drift
+  // alike for all of them.
+  const size_t blocks = n * size_t(tuning.samples);
+  Events ev(2 * blocks);
+  for (size_t b = 0; b < blocks; ++b) {
+    TL_CUDA_CHECK(cudaEventRecord(ev[2 * b], stream));
+    launch(b % n, reps);
+    TL_CUDA_CHECK(cudaEventRecord(ev[2 * b + 1], stream));
+  }
+  TL_CUDA_CHECK(cudaEventSynchronize(ev[2 * blocks - 1]));
+  std::vector<std::vector<double>> per(n);
+  for (size_t b = 0; b < blocks; ++b) {
+    float ms = 0.0f;
+    TL_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2 * b], ev[2 * b + 1]));
+    per[b % n].push_back(1000.0 * ms / reps);
+  }
+  for (size_t c = 0; c < n; ++c) {
+    r.us[c] = median(per[c]);
+    // The rule's order breaks ties: a later plan must be faster by more than timing noise.
+    if (r.us[c] < r.us[size_t(r.best)] * 0.99) r.best = int(c);
+  }
+  return r;
+}
+
+void set_plain_gemm_tuning(bool on) { tuning_flag().store(on ? 1 : 0); }
+
+bool plain_gemm_tuning() {
+  int f = tuning_flag().load();
+  if (f < 0) {
+    const int from_env = tuning_from_env() ? 1 : 0;
+    tuning_flag().compare_exchange_strong(f, from_env);  // an explicit setting made meanwhile wins
+    f = tuning_flag().load();
+  }
+  return f == 1;
+}
+
+void clear_tuned_plans() {
+  std::lock_guard<std::mutex> lock(tuned().mutex);
+  tuned().plans.clear();
+}
+
+size_t tuned_plan_count() {
+  std::lock_guard<std::mutex> lock(tuned().mutex);
+  return tuned().plans.size();
+}
+
+namespace detail {
+
+GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, int sm_budget,
+                         cudaStream_t stream) {
+  if (!plain_gemm_tuning()) return plain_plan(shape, dtype, sm_budget);
+  const GemmShape s = packed(shape);
+  if (s.M <= 0 || s.N <= 0) return plain_plan(shape, dtype, sm_budget);
+  const int device = current_device();
+  const int sms = sm_budget > 0 ? sm_budget : device_sm_count(device);
+  const TuneKey key{device, int64_t(dtype), s.M, s.N, s.K, s.lda, s.ldb, s.ldd, sms};
+  {
+    std::lock_guard<std::mutex> lock(tuned().mutex);
+    const auto it = tuned().plans.find(key);
+    if (it != tuned().plans.end()) return it->second;
+  }
+  if (capturing(stream)) return plain_plan(shape, dtype, sm_budget);
+  // Two threads tuning one shape at once both time it; the first result stays.
+  const GemmTuneResult r = tune_plain_gemm(dtype, A, B, D, shape, sm_budget, stream);
+  std::lock_guard<std::mutex> lock(tuned().mutex);
+  return tuned().plans.emplace(key, r.plans[size_t(r.best)]).first->second;
+}
+
+}  // namespace detail
+}  // namespace tilelink::gemm
