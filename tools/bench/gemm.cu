@@ -20,8 +20,9 @@
 //        --orders (every config at its rule's division in each raster x swizzle 1/2/4, too)
 //        --alone (every config as the rule would run it were it the only one allowed, too)
 //        --no-overlap (plain launches without programmatic dependent launch)
-//        --tune[=N] (the heuristic table runs the tuned plan: the rule's first N plans, 3 unless
-//        given, timed on the shape and the fastest kept — what TILELINK_GEMM_TUNE=1 runs)
+//        --tune[=N] (the heuristic table runs the tuned plan — the rule's first N plans, 3 unless
+//        given, timed on the shape and the fastest kept: what TILELINK_GEMM_TUNE=1 runs —
+//        interleaved with the rule's own plan and cuBLAS)
 //
 // Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
 // a block >= 0.5 ms; a spin kernel ahead of the first event keeps host launch latency out of it),
@@ -376,8 +377,10 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   std::printf("%-6s %6s %6s %6s  %-34s %9s %8s %9s %8s %7s  %s  %s\n", "group", "M", "N", "K", "plan", "ms",
               "TFLOP/s", "cublas ms", "TFLOP/s", "ratio", "check", "cuBLASLt's algorithm");
   std::fflush(stdout);
-  std::vector<double> ratios;
-  // --tune: the plain GEMM's tuned plan (its rule, so --without / --lib-only do not apply).
+  std::vector<double> ratios, rule_ratios;
+  // --tune: the plain GEMM's tuned plan (its rule, so --without / --lib-only do not apply), timed
+  // interleaved with the rule's plan and cuBLAS; the line shows the tuned plan, and the rule's
+  // ratio beside it.
   const bool tune = args.has("tune");
   GemmTuning tuning;
   if (tune && !args.get("tune", "").empty()) tuning.candidates = int(std::max<long>(1, args.get_int("tune", 3)));
@@ -386,7 +389,8 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   int tuned_changed = 0;
   for (const auto& s : shapes) {
     Buffers b(s, sets);
-    GemmPlan p = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
+    const GemmPlan rule = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
+    GemmPlan p = rule;
     if (tune) {
       const GemmTuneResult r = tune_plain_gemm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, GemmShape{s.M, s.N, s.K},
                                                budget, st, tuning);
@@ -395,22 +399,37 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     }
     std::string chk = "skipped";
     if (do_check) chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
-    const auto med = timer.measure({engine(b, p), cublas(b)}, samples);
+    std::vector<Launch> launches{engine(b, p), cublas(b)};
+    if (tune) launches.push_back(engine(b, rule));
+    const auto med = timer.measure(launches, samples);
     ratios.push_back(med[1] / med[0]);
-    std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f  %s  %s\n", s.group.c_str(),
+    char rule_col[48] = "";
+    if (tune) {
+      rule_ratios.push_back(med[1] / med[2]);
+      std::snprintf(rule_col, sizeof rule_col, "  (rule %.3f)", med[1] / med[2]);
+    }
+    std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f%s  %s  %s\n", s.group.c_str(),
                 (long long)s.M, (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]),
-                med[1], tflops(s, med[1]), med[1] / med[0], chk.c_str(),
+                med[1], tflops(s, med[1]), med[1] / med[0], rule_col, chk.c_str(),
                 cb.lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K).c_str());
     std::fflush(stdout);
     csv.row(tune ? "tuned" : "heuristic", s, b, p, med[0], med[1]);
+    if (tune) csv.row("heuristic", s, b, rule, med[2], med[1]);
   }
-  if (tune)
+  const auto print_summary = [](const char* what, const std::vector<double>& r) {
+    const auto sum = tilelink::bench::summarize_ratios(r);
+    std::printf("%sratio (cuBLAS time / engine time) over %d shapes: geomean %.3f, min %.3f, p10 %.3f, median %.3f, "
+                "%d below 0.90\n",
+                what, sum.count, sum.geomean, sum.min, sum.p10, sum.median, sum.below_090);
+  };
+  if (tune) {
     std::printf("tuned: the rule's first %d plans timed per shape; a later one kept on %d of %zu shapes\n",
                 tuning.candidates, tuned_changed, shapes.size());
-  const auto sum = tilelink::bench::summarize_ratios(ratios);
-  std::printf("ratio (cuBLAS time / engine time) over %d shapes: geomean %.3f, min %.3f, p10 %.3f, median %.3f, "
-              "%d below 0.90\n",
-              sum.count, sum.geomean, sum.min, sum.p10, sum.median, sum.below_090);
+    print_summary("the rule's plan, same samples: ", rule_ratios);
+    print_summary("tuned ", ratios);
+  } else {
+    print_summary("", ratios);
+  }
   std::fflush(stdout);
 
   // ---- 2. sweep ----------------------------------------------------------------------------
