@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <utility>
 
 #include "heuristic/plain_plan.hpp"
 #include "../runtime/options.hpp"

@@ -170,7 +170,8 @@ std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int 
     };
     TimedPlan best{sliced(1), time_us(1)};
     const ReduceSplits split = best_reduce_splits(s, c, sms, [&](int splits) { return 1.0 / time_us(splits); });
-    if (split.splits >= 2 && 1.0 / split.score < best.us * (1.0 - 1e-9)) best = {sliced(split.splits), 1.0 / split.score};
+    const double split_us = split.splits >= 2 ? 1.0 / split.score : 0.0;
+    if (split.splits >= 2 && split_us < best.us * (1.0 - 1e-9)) best = {sliced(split.splits), split_us};
     plans.push_back(best);
   }
   sort_fastest_first(plans);
