@@ -70,10 +70,6 @@ TunedPlans& tuned() {
   return *t;
 }
 
-bool tuning_from_env() {
-  const char* text = std::getenv("TILELINK_GEMM_TUNE");
-  return text && *text && parse_env_integer("TILELINK_GEMM_TUNE", text, 0, 1, "0 (off) or 1 (tune plain GEMMs)") == 1;
-}
 std::atomic<int>& tuning_flag() {  // -1: not read from the environment yet
   static std::atomic<int> flag{-1};
   return flag;
@@ -142,7 +138,7 @@ void set_plain_gemm_tuning(bool on) { tuning_flag().store(on ? 1 : 0); }
 bool plain_gemm_tuning() {
   int f = tuning_flag().load();
   if (f < 0) {
-    const int from_env = tuning_from_env() ? 1 : 0;
+    const int from_env = detail::tuning_requested(std::getenv("TILELINK_GEMM_TUNE")) ? 1 : 0;
     tuning_flag().compare_exchange_strong(f, from_env);  // an explicit setting made meanwhile wins
     f = tuning_flag().load();
   }
@@ -160,6 +156,11 @@ size_t tuned_plan_count() {
 }
 
 namespace detail {
+
+bool tuning_requested(const char* env_text) {
+  return env_text && *env_text &&
+         parse_env_integer("TILELINK_GEMM_TUNE", env_text, 0, 1, "0 (off) or 1 (tune plain GEMMs)") == 1;
+}
 
 GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, int sm_budget,
                          cudaStream_t stream) {

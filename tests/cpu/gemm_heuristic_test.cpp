@@ -432,6 +432,32 @@ TEST(GemmHeuristic, RankedPlansStartWithTheRulesPickAndHoldEachConfigOnce) {
   EXPECT_THROW(g::ranked_plans(g::packed({64, 256, 256}), 132, 0), tilelink::Error);
 }
 
+// Tuning's switch: the environment's text read strictly, the explicit setting over it, and the
+// table of tuned plans empty until a GPU tunes something.
+TEST(GemmTuning, TheSwitchAndItsEnvironmentVariable) {
+  EXPECT_FALSE(g::detail::tuning_requested(nullptr));
+  EXPECT_FALSE(g::detail::tuning_requested(""));
+  EXPECT_FALSE(g::detail::tuning_requested("0"));
+  EXPECT_TRUE(g::detail::tuning_requested("1"));
+  EXPECT_TRUE(g::detail::tuning_requested(" 1 "));
+  for (const char* bad : {"2", "yes", "-1", "1x", "on"}) {
+    EXPECT_THROW(g::detail::tuning_requested(bad), tilelink::Error) << bad;
+    try {
+      g::detail::tuning_requested(bad);
+    } catch (const tilelink::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("TILELINK_GEMM_TUNE"), std::string::npos) << e.what();
+    }
+  }
+  const bool before = g::plain_gemm_tuning();
+  g::set_plain_gemm_tuning(true);
+  EXPECT_TRUE(g::plain_gemm_tuning());
+  g::set_plain_gemm_tuning(false);
+  EXPECT_FALSE(g::plain_gemm_tuning());
+  g::set_plain_gemm_tuning(before);
+  g::clear_tuned_plans();
+  EXPECT_EQ(g::tuned_plan_count(), 0u);
+}
+
 // The time models' terms, worked out by hand (the fitting tool and the rule both read them).
 TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   namespace h = g::heuristic;

@@ -59,6 +59,9 @@ void clear_tuned_plans();
 size_t tuned_plan_count();
 
 namespace detail {
+// What TILELINK_GEMM_TUNE's text asks for: unset or empty -> off, "0" -> off, "1" -> on; anything
+// else throws tilelink::Error naming the variable.
+bool tuning_requested(const char* env_text);
 // The plan gemm() runs when the caller gives none: the tuned one when tuning is on (tuning the
 // shape first if it is new and the stream is not capturing), else the rule's.
 GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, int sm_budget,
