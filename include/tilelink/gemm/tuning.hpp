@@ -22,10 +22,10 @@
 
 namespace tilelink::gemm {
 
-// The rule's ranking of the allowed configs for the shape, each as choose_config would run it were
-// it the only one allowed (its division and tile order): choose_config's pick first, then the
-// others by predicted time where the rule has a time model for the shape, else by score. Pure
-// given sm_budget > 0.
+// The rule's ranking of the allowed configs it considers for the shape, each as choose_config
+// would run it were it the only one allowed (its division and tile order): choose_config's pick
+// first, then the others by predicted time where the rule has a time model for the shape, else
+// by score. Pure given sm_budget > 0.
 std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64_t allowed = kLibConfigMask,
                                    PlanUse use = PlanUse::fused_op);
 
