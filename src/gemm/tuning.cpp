@@ -15,6 +15,7 @@
 #include "heuristic/plain_plan.hpp"
 #include "../runtime/options.hpp"
 #include "tilelink/core/error.hpp"
+#include "tilelink/core/stream_capture.hpp"
 
 namespace tilelink::gemm {
 namespace {
@@ -40,18 +41,6 @@ class Events {
  private:
   std::vector<cudaEvent_t> ev_;
 };
-
-bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  TL_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  return status != cudaStreamCaptureStatusNone;
-}
-
-int current_device() {
-  int device = 0;
-  TL_CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -81,7 +70,8 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
                                int sm_budget, cudaStream_t stream, const GemmTuning& tuning) {
   TL_REQUIRE(tuning.candidates >= 1 && tuning.samples >= 1, "gemm tuning: candidates (", tuning.candidates,
              ") and samples (", tuning.samples, ") must be at least 1");
-  TL_REQUIRE(!capturing(stream), "gemm tuning: the stream is capturing a CUDA graph; tune before capture");
+  TL_REQUIRE(!tilelink::detail::stream_capturing(stream),
+             "gemm tuning: the stream is capturing a CUDA graph; tune before capture");
   validate(packed(shape), A, B, D, "gemm tuning");
   GemmTuneResult r;
   r.plans = ranked_plans(shape, sm_budget, kPlainConfigMask, PlanUse::plain);
@@ -167,7 +157,7 @@ GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, con
   if (!plain_gemm_tuning()) return plain_plan(shape, dtype, sm_budget);
   const GemmShape s = packed(shape);
   if (s.M <= 0 || s.N <= 0) return plain_plan(shape, dtype, sm_budget);
-  const int device = current_device();
+  const int device = current_device_or_throw("gemm tuning");
   const int sms = sm_budget > 0 ? sm_budget : device_sm_count(device);
   const TuneKey key{device, int64_t(dtype), s.M, s.N, s.K, s.lda, s.ldb, s.ldd, sms};
   {
@@ -175,7 +165,7 @@ GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, con
     const auto it = tuned().plans.find(key);
     if (it != tuned().plans.end()) return it->second;
   }
-  if (capturing(stream)) return plain_plan(shape, dtype, sm_budget);
+  if (tilelink::detail::stream_capturing(stream)) return plain_plan(shape, dtype, sm_budget);
   // Two threads tuning one shape at once both time it; the first result stays.
   const GemmTuneResult r = tune_plain_gemm(dtype, A, B, D, shape, sm_budget, stream);
   std::lock_guard<std::mutex> lock(tuned().mutex);

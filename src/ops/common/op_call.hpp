@@ -23,6 +23,7 @@
 
 #include "tilelink/runtime/context.hpp"
 #include "tilelink/core/error.hpp"
+#include "tilelink/core/stream_capture.hpp"
 
 namespace tilelink::ops {
 
@@ -49,19 +50,12 @@ class CallOrder {
   std::optional<cudaStream_t> last_;  // stream of the latest call (none yet: unset)
 };
 
-// Whether work issued to `stream` now is being captured into a CUDA graph.
-inline bool stream_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  TL_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  return status != cudaStreamCaptureStatusNone;
-}
-
 // Runs body(stream) for one call of `op` on `requested` (unset: ctx.stream()).
 template <class Body>
 void run_op_call(Context& ctx, const char* op, std::optional<cudaStream_t> requested, Body&& body) {
   const cudaStream_t stream = requested.value_or(ctx.stream());
   auto& order = ctx.op_state<CallOrder>("ops.call_order");
-  const bool captured = stream_capturing(stream);
+  const bool captured = tilelink::detail::stream_capturing(stream);
   struct CaptureScope {
     Context& ctx;
     ~CaptureScope() { ctx.set_capturing(nullptr); }
