@@ -1,18 +1,14 @@
 // Plain-GEMM tuning (tilelink/gemm/tuning.hpp): the rule's first plans timed on the device,
-// interleaved, and the process-wide table of tuned plans gemm() consults.
+// interleaved, and the switch that turns it on (the table of tuned plans: tuned_plans.cpp).
 #include "tilelink/gemm/tuning.hpp"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 
-#include "heuristic/plain_plan.hpp"
 #include "../runtime/options.hpp"
 #include "tilelink/core/error.hpp"
 #include "tilelink/core/stream_capture.hpp"
@@ -46,17 +42,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Tuned plans per (device, dtype, packed shape, SMs).
-using TuneKey = std::array<int64_t, 9>;
-struct TunedPlans {
-  std::mutex mutex;
-  std::map<TuneKey, GemmPlan> plans;
-};
-TunedPlans& tuned() {
-  static TunedPlans* t = new TunedPlans;  // outlives every thread that may still call gemm()
-  return *t;
 }
 
 std::atomic<int>& tuning_flag() {  // -1: not read from the environment yet
@@ -135,41 +120,11 @@ bool plain_gemm_tuning() {
   return f == 1;
 }
 
-void clear_tuned_plans() {
-  std::lock_guard<std::mutex> lock(tuned().mutex);
-  tuned().plans.clear();
-}
-
-size_t tuned_plan_count() {
-  std::lock_guard<std::mutex> lock(tuned().mutex);
-  return tuned().plans.size();
-}
-
 namespace detail {
 
 bool tuning_requested(const char* env_text) {
   return env_text && *env_text &&
          parse_env_integer("TILELINK_GEMM_TUNE", env_text, 0, 1, "0 (off) or 1 (tune plain GEMMs)") == 1;
-}
-
-GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, int sm_budget,
-                         cudaStream_t stream) {
-  if (!plain_gemm_tuning()) return plain_plan(shape, dtype, sm_budget);
-  const GemmShape s = packed(shape);
-  if (s.M <= 0 || s.N <= 0) return plain_plan(shape, dtype, sm_budget);
-  const int device = current_device_or_throw("gemm tuning");
-  const int sms = sm_budget > 0 ? sm_budget : device_sm_count(device);
-  const TuneKey key{device, int64_t(dtype), s.M, s.N, s.K, s.lda, s.ldb, s.ldd, sms};
-  {
-    std::lock_guard<std::mutex> lock(tuned().mutex);
-    const auto it = tuned().plans.find(key);
-    if (it != tuned().plans.end()) return it->second;
-  }
-  if (tilelink::detail::stream_capturing(stream)) return plain_plan(shape, dtype, sm_budget);
-  // Two threads tuning one shape at once both time it; the first result stays.
-  const GemmTuneResult r = tune_plain_gemm(dtype, A, B, D, shape, sm_budget, stream);
-  std::lock_guard<std::mutex> lock(tuned().mutex);
-  return tuned().plans.emplace(key, r.plans[size_t(r.best)]).first->second;
 }
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 
 #include "tilelink/core/error.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/plan_text.hpp"
 #include "tilelink/gemm/tuning.hpp"
 #include "gemm/heuristic/plain_plan.hpp"
 #include "gemm/heuristic/time_models.hpp"
@@ -528,3 +529,98 @@ TEST(GroupedGemmRule, ShortGroupsOrNarrowNTakeTheSmallTiles) {
 }
 
 }  // namespace
+
+// Plans as text: every config with every division prints and parses back to itself; malformed
+// text is refused with a reason.
+TEST(GemmPlanText, RoundTripsEveryConfigAndDivision) {
+  for (int i = 0; i < g::kNumGemmConfigs; ++i)
+    for (g::Decomposition d : {g::Decomposition::data_parallel, g::Decomposition::split_k,
+                               g::Decomposition::stream_k, g::Decomposition::split_k_reduce})
+      for (g::Raster r : {g::Raster::along_m, g::Raster::along_n})
+        for (int swizzle : {1, 8}) {
+          g::GemmPlan p;
+          p.config = static_cast<g::GemmConfig>(i);
+          p.decomposition = d;
+          p.splits = d == g::Decomposition::split_k || d == g::Decomposition::split_k_reduce ? 2 + i % 31 : 1;
+          p.raster = r;
+          p.swizzle = swizzle;
+          const std::string text = g::plan_text(p);
+          g::GemmPlan back;
+          std::string why;
+          ASSERT_TRUE(g::parse_plan(text, &back, &why)) << text << ": " << why;
+          EXPECT_EQ(back.config, p.config) << text;
+          EXPECT_EQ(back.decomposition, p.decomposition) << text;
+          EXPECT_EQ(back.splits, p.splits) << text;
+          EXPECT_EQ(back.raster, p.raster) << text;
+          EXPECT_EQ(back.swizzle, p.swizzle) << text;
+        }
+  EXPECT_EQ(g::plan_text({g::GemmConfig::pp_128x128_c2x2, g::Raster::along_n, 1,
+                          g::Decomposition::data_parallel, 1}),
+            "pp_128x128_c2x2/along_n/sw1");
+  for (const char* bad : {"", "pp_128x128_c2x2", "pp_128x128_c2x2/along_n", "nosuch/along_n/sw1",
+                          "pp_128x128_c2x2/sideways/sw1", "pp_128x128_c2x2/along_n/sw3",
+                          "pp_128x128_c2x2/along_n/sw0", "pp_128x128_c2x2/along_n/swx",
+                          "sk_128x128_c1x1/along_n/sw1/split1", "sk_128x128_c1x1/along_n/sw1/split33",
+                          "sk_128x128_c1x1/along_n/sw1/reduce", "sk_128x128_c1x1/along_n/sw1/reduce4x",
+                          "sk_128x128_c1x1/along_n/sw1/streamk/x", "sk_128x128_c1x1/along_n/sw1/chunked"}) {
+    g::GemmPlan out{g::GemmConfig::coop_128x256_c1x1, g::Raster::along_m, 4, g::Decomposition::stream_k, 1};
+    std::string why;
+    EXPECT_FALSE(g::parse_plan(bad, &out, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+    EXPECT_EQ(out.config, g::GemmConfig::coop_128x256_c1x1) << bad << ": *out left alone";
+    EXPECT_EQ(out.swizzle, 4) << bad;
+  }
+}
+
+// A tuned-plans file's line: printed and parsed back; a config this build lacks is a line of
+// another build (parsed, not known), anything else malformed is refused with a reason.
+TEST(GemmTuning, TunedPlansFileLines) {
+  g::detail::TunedLine l;
+  l.gpu = "NVIDIA H200:132";
+  l.dtype = DType::fp16;
+  l.shape = {1000, 1376, 2048, 2056, 2048, 1384};
+  l.sms = 66;
+  l.plan = {g::GemmConfig::sk_128x128_c1x1, g::Raster::along_m, 1, g::Decomposition::split_k_reduce, 3};
+  l.us = 41.2849;
+  const std::string text = g::detail::tuned_line_text(l);
+  EXPECT_EQ(text, "NVIDIA H200:132,fp16,1000,1376,2048,2056,2048,1384,66,sk_128x128_c1x1/along_m/sw1/reduce3,41.28");
+  g::detail::TunedLine back;
+  bool known = false;
+  std::string why;
+  ASSERT_TRUE(g::detail::parse_tuned_line(text, &back, &known, &why)) << why;
+  EXPECT_TRUE(known);
+  EXPECT_EQ(back.gpu, l.gpu);
+  EXPECT_EQ(back.dtype, l.dtype);
+  EXPECT_EQ(back.shape.M, 1000);
+  EXPECT_EQ(back.shape.N, 1376);
+  EXPECT_EQ(back.shape.K, 2048);
+  EXPECT_EQ(back.shape.lda, 2056);
+  EXPECT_EQ(back.shape.ldb, 2048);
+  EXPECT_EQ(back.shape.ldd, 1384);
+  EXPECT_EQ(back.sms, 66);
+  EXPECT_EQ(back.plan.config, l.plan.config);
+  EXPECT_EQ(back.plan.decomposition, l.plan.decomposition);
+  EXPECT_EQ(back.plan.splits, 3);
+  EXPECT_NEAR(back.us, 41.28, 1e-9);
+
+  ASSERT_TRUE(g::detail::parse_tuned_line("X:1,bf16,8,8,8,8,8,8,1,coop_999x999_c1x1/along_n/sw1,1", &back, &known, &why));
+  EXPECT_FALSE(known) << "another build's config";
+  const std::string ok = "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5";
+  ASSERT_TRUE(g::detail::parse_tuned_line(ok, &back, &known, &why)) << why;
+  for (const char* bad : {"", "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1",
+                          ",bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,fp8,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,bf16,0,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,bf16,64,256,512,511,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,bf16,64,256,512,512,512,255,132,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,bf16,64x,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,bf16,64,256,512,512,512,256,0,pp_128x128_c2x2/along_n/sw1,1.5",
+                          "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw3,1.5",
+                          "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,fast",
+                          "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,-1",
+                          "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5,extra"}) {
+    why.clear();
+    EXPECT_FALSE(g::detail::parse_tuned_line(bad, &back, &known, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+}

@@ -51,6 +51,7 @@
 #include "bench/shape_sample.hpp"
 #include "tilelink/gemm/cublas_gemm.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/plan_text.hpp"
 #include "tilelink/gemm/tuning.hpp"
 #include "bench/trivial_signal_hooks.cuh"
 #include "tilelink/core/error.hpp"
@@ -221,19 +222,6 @@ uint64_t named_configs(const std::string& list, const char* flag, uint64_t if_em
 
 double tflops(const BenchShape& s, double ms) { return 2.0 * s.M * s.N * s.K / (ms * 1e-3) / 1e12; }
 
-std::string plan_str(const GemmPlan& p) {
-  char buf[128];
-  if (p.decomposition == Decomposition::split_k)
-    snprintf(buf, sizeof buf, "%s/%s/sw%d/split%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
-  else if (p.decomposition == Decomposition::split_k_reduce)
-    snprintf(buf, sizeof buf, "%s/%s/sw%d/reduce%d", config_name(p.config), raster_name(p.raster), p.swizzle, p.splits);
-  else if (p.decomposition == Decomposition::stream_k)
-    snprintf(buf, sizeof buf, "%s/%s/sw%d/streamk", config_name(p.config), raster_name(p.raster), p.swizzle);
-  else
-    snprintf(buf, sizeof buf, "%s/%s/sw%d", config_name(p.config), raster_name(p.raster), p.swizzle);
-  return buf;
-}
-
 // One row per measured plan; `cublas_algo` is what cuBLASLt ran beside it (CublasGemm::algorithm).
 struct Csv {
   FILE* f = nullptr;
@@ -254,7 +242,7 @@ struct Csv {
     const std::string algo = cb->lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K);
     std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f,%s,%s\n", mode, s.group.c_str(),
                  (long long)s.M, (long long)s.N, (long long)s.K, config_name(p.config), raster_name(p.raster),
-                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms, plan_str(p).c_str(), algo.c_str());
+                 p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms, plan_text(p).c_str(), algo.c_str());
     std::fflush(f);
   }
 };
@@ -409,7 +397,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       std::snprintf(rule_col, sizeof rule_col, "  (rule %.3f)", med[1] / med[2]);
     }
     std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f%s  %s  %s\n", s.group.c_str(),
-                (long long)s.M, (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]),
+                (long long)s.M, (long long)s.N, (long long)s.K, plan_text(p).c_str(), med[0], tflops(s, med[0]),
                 med[1], tflops(s, med[1]), med[1] / med[0], rule_col, chk.c_str(),
                 cb.lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K).c_str());
     std::fflush(stdout);
@@ -479,7 +467,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.cms / x.ms > y.cms / y.ms; });
       std::printf("best for %s %lldx%lldx%lld:", s.group.c_str(), (long long)s.M, (long long)s.N, (long long)s.K);
       for (size_t i = 0; i < std::min<size_t>(5, rows.size()); ++i)
-        std::printf("  %s %.3f", plan_str(rows[i].p).c_str(), rows[i].cms / rows[i].ms);
+        std::printf("  %s %.3f", plan_text(rows[i].p).c_str(), rows[i].cms / rows[i].ms);
       std::printf("\n");
       std::fflush(stdout);
       if (!rows.empty()) best_plans.push_back({s, rows[0].p});
@@ -491,7 +479,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       const auto med = timer.measure({engine(b, p), cublas(b)}, samples);
       best_log_sum += std::log(med[1] / med[0]);
       std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f\n", s.group.c_str(), (long long)s.M,
-                  (long long)s.N, (long long)s.K, plan_str(p).c_str(), med[0], tflops(s, med[0]), med[1],
+                  (long long)s.N, (long long)s.K, plan_text(p).c_str(), med[0], tflops(s, med[0]), med[1],
                   tflops(s, med[1]), med[1] / med[0]);
       std::fflush(stdout);
       csv.row("sweep-best", s, b, p, med[0], med[1]);
@@ -511,16 +499,16 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     for (const GemmPlan& p : plans) {
       if (do_check) {
         const std::string chk = check_against_cublas(b, cb, [&] { engine(b, p)(0); }, st);
-        if (chk.rfind("ok", 0) != 0) std::printf(" [%s %s]", plan_str(p).c_str(), chk.c_str());
+        if (chk.rfind("ok", 0) != 0) std::printf(" [%s %s]", plan_text(p).c_str(), chk.c_str());
       }
       const auto med = timer.measure({engine(b, p), cublas(b)}, sweep_samples);
       const double r = med[1] / med[0];
-      std::printf(" %s=%.3f", plan_str(p).c_str(), r);
+      std::printf(" %s=%.3f", plan_text(p).c_str(), r);
       csv.row(mode, s, b, p, med[0], med[1]);
       if (r > best) best = r, best_plan = p;
     }
     std::printf("\nbest %s %lldx%lldx%lld: %s %.3f\n", mode, (long long)s.M, (long long)s.N, (long long)s.K,
-                plan_str(best_plan).c_str(), best);
+                plan_text(best_plan).c_str(), best);
     std::fflush(stdout);
   };
 
@@ -558,7 +546,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
         if (stream_k_scheduler) plans.push_back(division(Decomposition::stream_k, 1));
       }
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
-      measure_plans("division", s, b, plans, " chosen " + plan_str(chosen));
+      measure_plans("division", s, b, plans, " chosen " + plan_text(chosen));
     }
   }
 
@@ -576,7 +564,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       for (int i = 0; i < kNumGemmConfigs; ++i)
         if ((mask & named) >> i & 1u) plans.push_back(alone(s, static_cast<GemmConfig>(i), use));
       const GemmPlan chosen = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
-      measure_plans("alone", s, b, plans, " chosen " + plan_str(chosen));
+      measure_plans("alone", s, b, plans, " chosen " + plan_text(chosen));
     }
   }
 

@@ -20,6 +20,7 @@
 
 #include "gemm/heuristic/time_models.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/plan_text.hpp"
 
 namespace {
 
@@ -39,27 +40,11 @@ std::vector<std::string> split(const std::string& line, char sep) {
   std::exit(2);
 }
 
-// The bench's plan string: config/raster/swN[/splitK | /reduceK | /streamk].
+// The bench's plan string (tilelink/gemm/plan_text.hpp).
 g::GemmPlan parse_plan(const std::string& text) {
-  const std::vector<std::string> parts = split(text, '/');
   g::GemmPlan plan;
-  if (parts.empty() || !g::parse_config(parts[0], &plan.config)) die("unknown config in plan '" + text + "'");
-  if (parts.size() < 4) return plan;
-  const std::string& d = parts[3];
-  auto count = [&](size_t prefix) {
-    const int n = std::atoi(d.c_str() + prefix);
-    if (n < 2 || n > g::kMaxSplits) die("bad slice count in plan '" + text + "'");
-    return n;
-  };
-  if (d.rfind("split", 0) == 0) {
-    plan.decomposition = g::Decomposition::split_k, plan.splits = count(5);
-  } else if (d.rfind("reduce", 0) == 0) {
-    plan.decomposition = g::Decomposition::split_k_reduce, plan.splits = count(6);
-  } else if (d == "streamk") {
-    plan.decomposition = g::Decomposition::stream_k;
-  } else {
-    die("unknown division '" + d + "' in plan '" + text + "'");
-  }
+  std::string why;
+  if (!g::parse_plan(text, &plan, &why)) die(why);
   return plan;
 }
 

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tilelink/core/dtype.hpp"
@@ -51,17 +52,54 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
 
 // Whether gemm(..., plan = nullptr, ...) tunes: off unless TILELINK_GEMM_TUNE=1 is set, or
 // set_plain_gemm_tuning(true). Tuned plans are kept per (device, dtype, shape and leading
-// dimensions, SM budget) for the life of the process; clear_tuned_plans() forgets them.
+// dimensions, SM budget) for the life of the process; clear_tuned_plans() forgets them (and
+// TILELINK_GEMM_TUNE_FILE is read again at the next tuning call).
 void set_plain_gemm_tuning(bool on);
 bool plain_gemm_tuning();
 void clear_tuned_plans();
 // How many shapes have a tuned plan (for tests and tools).
 size_t tuned_plan_count();
 
+// Tuned plans on disk, so that the ranks of a job and later runs share one tuning. A file holds
+// one CSV line per tuned shape (lines starting with '#' are comments):
+//
+//   gpu,dtype,M,N,K,lda,ldb,ldd,sms,plan,us
+//   NVIDIA H200:132,bf16,1000,1376,2048,2048,2048,1376,132,pp_128x128_c2x2/along_n/sw1,41.28
+//
+// `gpu` is the device's name and SM count: lines tuned on another GPU model are not taken. A line
+// is taken only where its plan (tilelink/gemm/plan_text.hpp) is one the rule still ranks for the
+// shape, so a file written by another build never runs a plan this one would not; such shapes
+// are tuned again. `us` is what tuning measured (for the reader; not used).
+//
+// TILELINK_GEMM_TUNE_FILE=<path>, with tuning on: gemm() reads the file (if it exists) before
+// its first tuned call and appends a line for each shape it tunes — one write per line, so
+// the processes of a job may share one file on a local file system.
+//
+// load_tuned_plans: the lines taken for this process's GPUs (a shape already tuned keeps its
+// plan); throws tilelink::Error naming the file and line on an unreadable file or a malformed
+// line. save_tuned_plans: writes every tuned plan (replacing the file); returns the lines written.
+size_t load_tuned_plans(const std::string& path);
+size_t save_tuned_plans(const std::string& path);
+
 namespace detail {
 // What TILELINK_GEMM_TUNE's text asks for: unset or empty -> off, "0" -> off, "1" -> on; anything
 // else throws tilelink::Error naming the variable.
 bool tuning_requested(const char* env_text);
+// One line of a tuned-plans file.
+struct TunedLine {
+  std::string gpu;  // gpu_model_name(): the device's name and SM count
+  DType dtype = DType::bf16;
+  GemmShape shape;
+  int sms = 0;
+  GemmPlan plan;
+  double us = 0.0;
+};
+std::string tuned_line_text(const TunedLine& line);
+// Parses tuned_line_text's form. A malformed line returns false with the reason in *why; a
+// well-formed line whose plan names a config this build lacks returns true with *known = false.
+bool parse_tuned_line(const std::string& text, TunedLine* out, bool* known, std::string* why);
+// "<name>:<SM count>" of a device, commas in the name made spaces.
+std::string gpu_model_name(int device);
 // The plan gemm() runs when the caller gives none: the tuned one when tuning is on (tuning the
 // shape first if it is new and the stream is not capturing), else the rule's.
 GemmPlan plain_call_plan(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape, int sm_budget,

@@ -1,12 +1,18 @@
 // Plain-GEMM tuning: what tune_plain_gemm times and keeps, gemm() with tuning on (once per shape,
-// correct results, nothing timed under graph capture), and bad input rejected before any launch.
+// correct results, nothing timed under graph capture), bad input rejected before any launch, and
+// the tuned-plans file.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "gpu/gemm/problem.cuh"
 #include "tilelink/core/error.hpp"
 #include "tilelink/gemm/gemm.hpp"
+#include "tilelink/gemm/plan_text.hpp"
 #include "tilelink/gemm/tuning.hpp"
 
 using namespace tilelink::gemm;
@@ -137,6 +143,112 @@ TEST(GemmTuning, BadInputIsRejectedBeforeAnyLaunch) {
   const std::vector<__nv_bfloat16> d = D.host();
   const float poison = to_f(from_f<__nv_bfloat16>(-777.0f));  // bf16 holds it as -776
   for (size_t i = 0; i < d.size(); i += 4099) ASSERT_EQ(to_f(d[i]), poison) << "D written at " << i;
+}
+
+// Lines of a tuned-plans file, one per shape.
+std::vector<std::string> plan_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') lines.push_back(l);
+  return lines;
+}
+
+// The tuned-plans file: gemm() appends what it tunes to TILELINK_GEMM_TUNE_FILE and takes it back
+// after a clear (no second tuning); save/load carry a table; only lines of this GPU model whose
+// plan the rule still ranks are taken; a malformed line is an error naming file and line.
+TEST(GemmTuning, TunedPlansFileIsReadAppendedAndCheckedAgainstTheRule) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::string dir = ::testing::TempDir();
+  const std::string file = dir + "tilelink_tuned_" + std::to_string(seed) + ".csv";
+  const std::string saved = file + ".saved";
+  std::remove(file.c_str());
+  struct FileFromEnvironment {  // unset again however the test ends
+    explicit FileFromEnvironment(const std::string& path) { setenv("TILELINK_GEMM_TUNE_FILE", path.c_str(), 1); }
+    ~FileFromEnvironment() { unsetenv("TILELINK_GEMM_TUNE_FILE"); }
+  } from_env(file);
+  TuningOn on;
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  const std::string gpu = detail::gpu_model_name(device);
+  Problem<__nv_bfloat16> p(Case{700, 2056, 1160}, 0, seed);
+
+  p.poison();
+  gemm(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, nullptr, 0, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(p.check(false).bad, 0);
+  std::vector<std::string> lines = plan_lines(file);
+  ASSERT_EQ(lines.size(), 1u) << "one line per tuned shape";
+  detail::TunedLine line;
+  bool known = false;
+  std::string why;
+  ASSERT_TRUE(detail::parse_tuned_line(lines[0], &line, &known, &why)) << why;
+  EXPECT_TRUE(known);
+  EXPECT_EQ(line.gpu, gpu);
+  EXPECT_EQ(line.shape.M, 700);
+  EXPECT_EQ(line.shape.ldd, 2056);
+  EXPECT_GT(line.us, 0.0);
+  const GemmPlan kept = detail::plain_call_plan(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, 0, nullptr);
+  EXPECT_TRUE(same_plan(kept, line.plan));
+
+  // A cleared table reads the file again: the shape is not tuned a second time.
+  clear_tuned_plans();
+  EXPECT_EQ(tuned_plan_count(), 0u);
+  p.poison();
+  gemm(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, nullptr, 0, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(p.check(false).bad, 0);
+  EXPECT_EQ(tuned_plan_count(), 1u);
+  EXPECT_EQ(plan_lines(file).size(), 1u) << "taken from the file, not tuned again";
+
+  // save / load, without the environment variable.
+  ASSERT_EQ(unsetenv("TILELINK_GEMM_TUNE_FILE"), 0);
+  EXPECT_EQ(save_tuned_plans(saved), 1u);
+  clear_tuned_plans();
+  EXPECT_EQ(load_tuned_plans(saved), 1u);
+  EXPECT_TRUE(same_plan(detail::plain_call_plan(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, 0, nullptr), kept));
+
+  // Which lines are taken: this GPU model's, with a plan the rule ranks for the shape.
+  clear_tuned_plans();
+  Problem<__nv_bfloat16> q(Case{3000, 1000, 4000}, 0, seed + 1);
+  const std::vector<GemmPlan> ranked = ranked_plans(q.s, 0, kPlainConfigMask, PlanUse::plain);
+  ASSERT_GE(ranked.size(), 2u);
+  const int sms = detail::device_sm_count(device);
+  auto text = [&](const std::string& g, const std::string& plan) {
+    return g + ",bf16,3000,1000,4000,4000,4000,1000," + std::to_string(sms) + "," + plan + ",12.5";
+  };
+  GemmPlan few_rows_plan;  // a 64x16 swapped tile: never ranked at 3000 rows
+  ASSERT_TRUE(parse_config("ppba_64x16_c1x1", &few_rows_plan.config));
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << "# a comment\n\n"
+        << text("Some Other GPU:1", plan_text(ranked[1])) << "\n"
+        << text(gpu, "coop_999x999_c1x1/along_n/sw1") << "\n"
+        << text(gpu, plan_text(few_rows_plan)) << "\n"
+        << text(gpu, plan_text(ranked[1])) << "\n"
+        << text(gpu, plan_text(ranked[0])) << "\n";  // the same shape again: the first line stays
+  }
+  EXPECT_EQ(load_tuned_plans(file), 1u);
+  EXPECT_TRUE(same_plan(detail::plain_call_plan(DType::bf16, q.A.ptr, q.B.ptr, q.D.ptr, q.s, 0, nullptr), ranked[1]));
+  q.poison();
+  gemm(DType::bf16, q.A.ptr, q.B.ptr, q.D.ptr, q.s, nullptr, 0, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(q.check(false).bad, 0);
+
+  {
+    std::ofstream out(file, std::ios::app);
+    out << gpu << ",bf16,3000,1000\n";
+  }
+  try {
+    load_tuned_plans(file);
+    ADD_FAILURE() << "a malformed line must throw";
+  } catch (const tilelink::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file + ":8"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_tuned_plans(file + ".missing"), tilelink::Error);
+  std::remove(file.c_str());
+  std::remove(saved.c_str());
 }
 
 }  // namespace
