@@ -112,14 +112,15 @@ size_t take_lines(const std::string& path) {
 void read_env_file_once() {
   TunedPlans& t = tuned();
   if (t.file_read) return;
+  const char* env = std::getenv("TILELINK_GEMM_TUNE_FILE");
+  const std::string path = env ? env : "";
+  if (!path.empty())
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      std::fclose(f);
+      take_lines(path);  // a malformed file throws here at every call until it is mended
+    }
+  t.file = path;
   t.file_read = true;
-  const char* path = std::getenv("TILELINK_GEMM_TUNE_FILE");
-  t.file = path ? path : "";
-  if (t.file.empty()) return;
-  if (FILE* f = std::fopen(t.file.c_str(), "r")) {
-    std::fclose(f);
-    take_lines(t.file);
-  }
 }
 
 // One line appended with one write, so that processes sharing the file never interleave within
@@ -161,9 +162,12 @@ size_t save_tuned_plans(const std::string& path) {
     std::ofstream out(tmp, std::ios::trunc);
     TL_REQUIRE(out.good(), "gemm tuning: cannot write '", tmp, "': ", std::strerror(errno));
     out << kHeader << "\n";
+    std::map<int64_t, std::string> models;  // per device: a properties query is slow
     for (const auto& [key, t] : tuned().plans) {
       detail::TunedLine line;
-      line.gpu = detail::gpu_model_name(int(key[0]));
+      auto model = models.find(key[0]);
+      if (model == models.end()) model = models.emplace(key[0], detail::gpu_model_name(int(key[0]))).first;
+      line.gpu = model->second;
       line.dtype = static_cast<DType>(key[1]);
       line.shape = {key[2], key[3], key[4], key[5], key[6], key[7]};
       line.sms = int(key[8]);
