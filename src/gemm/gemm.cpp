@@ -13,6 +13,7 @@
 #include "heuristic/plain_plan.hpp"
 #include "tilelink/gemm/hooks.cuh"
 #include "tilelink/core/error.hpp"
+#include "tilelink/core/stream_capture.hpp"
 #include "tilelink/gemm/tuning.hpp"
 
 namespace tilelink::gemm {
@@ -183,10 +184,8 @@ LaunchWorkspace::LaunchWorkspace(size_t bytes, void* caller, size_t caller_bytes
     ptr_ = caller;
     return;
   }
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing(stream, &capture);
-  TL_REQUIRE(e == cudaSuccess, "gemm[", who, "]: cudaStreamIsCapturing failed: ", cudaGetErrorString(e));
-  if (capture == cudaStreamCaptureStatusActive) {
+  cudaError_t e = cudaSuccess;
+  if (::tilelink::detail::stream_capturing(stream)) {
     e = cudaMallocAsync(&ptr_, bytes, stream);  // a graph allocation, owned by the graph's replays
   } else {
     e = cudaMallocFromPoolAsync(&ptr_, bytes, engine_pool(current_device_or_throw(who)), stream);

@@ -237,9 +237,12 @@ struct Csv {
   ~Csv() {
     if (f) std::fclose(f);
   }
-  void row(const char* mode, const BenchShape& s, const Buffers& b, const GemmPlan& p, double ms, double cms) {
+  // `known_algo`: cuBLASLt's algorithm for the shape where the caller has it already.
+  void row(const char* mode, const BenchShape& s, const Buffers& b, const GemmPlan& p, double ms, double cms,
+           const std::string* known_algo = nullptr) {
     if (!f) return;
-    const std::string algo = cb->lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K);
+    const std::string algo =
+        known_algo ? *known_algo : cb->lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K);
     std::fprintf(f, "%s,%s,%lld,%lld,%lld,%s,%s,%d,%.5f,%.1f,%.5f,%.1f,%.4f,%s,%s\n", mode, s.group.c_str(),
                  (long long)s.M, (long long)s.N, (long long)s.K, config_name(p.config), raster_name(p.raster),
                  p.swizzle, ms, tflops(s, ms), cms, tflops(s, cms), cms / ms, plan_text(p).c_str(), algo.c_str());
@@ -396,13 +399,13 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
       rule_ratios.push_back(med[1] / med[2]);
       std::snprintf(rule_col, sizeof rule_col, "  (rule %.3f)", med[1] / med[2]);
     }
+    const std::string algo = cb.lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K);
     std::printf("%-6s %6lld %6lld %6lld  %-34s %9.4f %8.1f %9.4f %8.1f %7.3f%s  %s  %s\n", s.group.c_str(),
                 (long long)s.M, (long long)s.N, (long long)s.K, plan_text(p).c_str(), med[0], tflops(s, med[0]),
-                med[1], tflops(s, med[1]), med[1] / med[0], rule_col, chk.c_str(),
-                cb.lt.algorithm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, b.M, b.N, b.K).c_str());
+                med[1], tflops(s, med[1]), med[1] / med[0], rule_col, chk.c_str(), algo.c_str());
     std::fflush(stdout);
-    csv.row(tune ? "tuned" : "heuristic", s, b, p, med[0], med[1]);
-    if (tune) csv.row("heuristic", s, b, rule, med[2], med[1]);
+    csv.row(tune ? "tuned" : "heuristic", s, b, p, med[0], med[1], &algo);
+    if (tune) csv.row("heuristic", s, b, rule, med[2], med[1], &algo);
   }
   const auto print_summary = [](const char* what, const std::vector<double>& r) {
     const auto sum = tilelink::bench::summarize_ratios(r);
