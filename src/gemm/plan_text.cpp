@@ -4,20 +4,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "text_fields.hpp"
+
 namespace tilelink::gemm {
 namespace {
-
-std::vector<std::string> split_slashes(const std::string& text) {
-  std::vector<std::string> parts(1);
-  for (char c : text) {
-    if (c == '/') {
-      parts.emplace_back();
-    } else {
-      parts.back() += c;
-    }
-  }
-  return parts;
-}
 
 // The whole of `digits` as a decimal integer in [lo, hi].
 bool whole_number(const std::string& digits, int lo, int hi, int* out) {
@@ -48,7 +38,7 @@ std::string plan_text(const GemmPlan& p) {
 }
 
 bool parse_plan(const std::string& text, GemmPlan* out, std::string* why) {
-  const std::vector<std::string> parts = split_slashes(text);
+  const std::vector<std::string> parts = detail::split_fields(text, '/');
   if (parts.size() < 3 || parts.size() > 4) return fail(why, text, "want config/raster/swN[/division]");
   GemmPlan p;
   if (!parse_config(parts[0], &p.config)) return fail(why, text, "unknown config '" + parts[0] + "' (not in this build)");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "heuristic/plain_plan.hpp"
+#include "text_fields.hpp"
 #include "tilelink/core/error.hpp"
 #include "tilelink/core/stream_capture.hpp"
 #include "tilelink/gemm/plan_text.hpp"
@@ -53,18 +54,6 @@ bool rule_ranks(const GemmShape& s, int sms, const GemmPlan& plan) {
   for (const GemmPlan& p : ranked_plans(s, sms, kPlainConfigMask, PlanUse::plain))
     if (same_plan(p, plan)) return true;
   return false;
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> fields(1);
-  for (char c : text) {
-    if (c == ',') {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
 }
 
 // The whole of `text` as an integer in [lo, hi].
@@ -209,7 +198,7 @@ bool parse_tuned_line(const std::string& text, TunedLine* out, bool* known, std:
     if (why) *why = reason;
     return false;
   };
-  const std::vector<std::string> f = split_commas(text);
+  const std::vector<std::string> f = detail::split_fields(text, ',');
   if (f.size() != 11) return fail("want 11 fields (gpu,dtype,M,N,K,lda,ldb,ldd,sms,plan,us), got " + std::to_string(f.size()));
   TunedLine l;
   l.gpu = f[0];
