@@ -44,14 +44,12 @@ TuneKey key_of(int device, DType dtype, const GemmShape& s, int sms) {
   return {device, int64_t(dtype), s.M, s.N, s.K, s.lda, s.ldb, s.ldd, sms};
 }
 
-bool same_plan(const GemmPlan& a, const GemmPlan& b) {
-  return a.config == b.config && a.raster == b.raster && a.swizzle == b.swizzle &&
-         a.decomposition == b.decomposition && a.splits == b.splits;
-}
-
-// Whether the rule still ranks `plan` for the shape: what a file may make gemm() run.
-bool rule_ranks(const GemmShape& s, int sms, const GemmPlan& plan) {
-  for (const GemmPlan& p : ranked_plans(s, sms, kPlainConfigMask, PlanUse::plain))
+// Whether tuning may time `plan` for the shape (any config the rule ranks, at any division
+// tuning tries): what a file may make gemm() run.
+bool tuning_may_time(const GemmShape& s, int sms, const GemmPlan& plan) {
+  GemmTuning every;
+  every.candidates = kNumGemmConfigs;
+  for (const GemmPlan& p : tuning_plans(s, sms, every))
     if (same_plan(p, plan)) return true;
   return false;
 }
@@ -85,7 +83,7 @@ size_t take_lines(const std::string& path) {
     bool known = false;
     std::string why;
     TL_REQUIRE(detail::parse_tuned_line(text, &line, &known, &why), "gemm tuning: ", path, ":", number, ": ", why);
-    if (!known || !rule_ranks(line.shape, line.sms, line.plan)) continue;
+    if (!known || !tuning_may_time(line.shape, line.sms, line.plan)) continue;
     bool took = false;
     for (int d = 0; d < devices; ++d) {
       if (models[size_t(d)] != line.gpu) continue;

@@ -59,8 +59,7 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
              "gemm tuning: the stream is capturing a CUDA graph; tune before capture");
   validate(packed(shape), A, B, D, "gemm tuning");
   GemmTuneResult r;
-  r.plans = ranked_plans(shape, sm_budget, kPlainConfigMask, PlanUse::plain);
-  if (int(r.plans.size()) > tuning.candidates) r.plans.resize(size_t(tuning.candidates));
+  r.plans = tuning_plans(shape, sm_budget, tuning);
   const size_t n = r.plans.size();
   r.us.assign(n, 0.0);
   if (n == 1) return r;

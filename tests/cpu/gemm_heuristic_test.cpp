@@ -624,3 +624,65 @@ TEST(GemmTuning, TunedPlansFileLines) {
     EXPECT_FALSE(why.empty()) << bad;
   }
 }
+
+// What tuning times: the rule's first plans as ranked_plans gives them, then (from 64 rows) those
+// configs at their other divisions — each plan once, each a division its config can run, slices
+// of at least 256 columns — and below 64 rows or without divisions the rule's first plans alone.
+TEST(GemmTuning, TuningPlansAreTheRulesFirstAndTheirConfigsOtherDivisions) {
+  for (int64_t m : {1, 40, 64, 300, 2000, 4095, 9000})
+    for (int64_t n : {264, 4096, 28672})
+      for (int64_t k : {512, 8192, 16384})
+        for (int sms : {132, 78})
+          for (int candidates : {1, 5}) {
+            const g::GemmShape s = g::packed({m, n, k});
+            const std::string where = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                                      " sms " + std::to_string(sms) + " candidates " + std::to_string(candidates);
+            g::GemmTuning tuning;
+            tuning.candidates = candidates;
+            const std::vector<g::GemmPlan> ranked = g::ranked_plans(s, sms, g::kPlainConfigMask, g::PlanUse::plain);
+            const size_t firsts = std::min<size_t>(size_t(candidates), ranked.size());
+            const std::vector<g::GemmPlan> plans = g::tuning_plans(s, sms, tuning);
+            ASSERT_GE(plans.size(), firsts) << where;
+            uint64_t first_configs = 0;
+            for (size_t i = 0; i < firsts; ++i) {
+              EXPECT_TRUE(g::same_plan(plans[i], ranked[i])) << where << " at " << i;
+              first_configs |= g::config_bit(ranked[i].config);
+            }
+            tuning.divisions = false;
+            EXPECT_EQ(g::tuning_plans(s, sms, tuning).size(), firsts) << where;
+            if (m < g::heuristic::kTimedMinRows) EXPECT_EQ(plans.size(), firsts) << where;
+            for (size_t i = 0; i < plans.size(); ++i) {
+              const g::GemmPlan& p = plans[i];
+              const g::GemmConfigInfo& c = g::config_info(p.config);
+              EXPECT_TRUE(first_configs & g::config_bit(p.config)) << where << ": " << g::plan_text(p);
+              for (size_t j = 0; j < i; ++j) EXPECT_FALSE(g::same_plan(plans[j], p)) << where << ": " << g::plan_text(p);
+              if (i < firsts) continue;
+              switch (p.decomposition) {
+                case g::Decomposition::data_parallel: EXPECT_EQ(p.splits, 1) << where; break;
+                case g::Decomposition::split_k_reduce:
+                  EXPECT_EQ(c.set, g::GemmConfigSet::plain) << where << ": " << g::plan_text(p);
+                  EXPECT_GE(p.splits, 2);
+                  EXPECT_LE(p.splits, 4);
+                  EXPECT_GE(k / p.splits, 256) << where << ": " << g::plan_text(p);
+                  break;
+                default:
+                  EXPECT_EQ(c.schedule, g::GemmSchedule::sk) << where << ": " << g::plan_text(p);
+                  EXPECT_GE(k / 2, 256) << where;
+              }
+            }
+          }
+  // Narrow N over thousands of rows with a deep K, where a split of K wins and the rule's time
+  // model ranks each config at one division: the first configs' whole and split forms are timed.
+  const g::GemmShape narrow = g::packed({2000, 304, 8192});
+  g::GemmTuning tuning;
+  const std::vector<g::GemmPlan> plans = g::tuning_plans(narrow, 132, tuning);
+  int reduce = 0, whole = 0;
+  for (const g::GemmPlan& p : plans) {
+    reduce += p.decomposition == g::Decomposition::split_k_reduce;
+    whole += p.decomposition == g::Decomposition::data_parallel;
+  }
+  EXPECT_GE(reduce, 6);
+  EXPECT_GE(whole, 5);
+  tuning.candidates = 0;
+  EXPECT_THROW(g::tuning_plans(narrow, 132, tuning), tilelink::Error);
+}

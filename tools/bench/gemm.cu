@@ -20,9 +20,10 @@
 //        --orders (every config at its rule's division in each raster x swizzle 1/2/4, too)
 //        --alone (every config as the rule would run it were it the only one allowed, too)
 //        --no-overlap (plain launches without programmatic dependent launch)
-//        --tune[=N] (the heuristic table runs the tuned plan — the rule's first N plans, 3 unless
-//        given, timed on the shape and the fastest kept: what TILELINK_GEMM_TUNE=1 runs —
-//        interleaved with the rule's own plan and cuBLAS)
+//        --tune[=N] (the heuristic table runs the tuned plan — the rule's first N configs, 5
+//        unless given, at the rule's division and their others, timed on the shape and the
+//        fastest kept: what TILELINK_GEMM_TUNE=1 runs — interleaved with the rule's own plan and
+//        cuBLAS; --tune-whole: the rule's first N plans only, no other divisions)
 //
 // Method: each sample is one CUDA-event-timed block of `reps` back-to-back launches (reps makes
 // a block >= 0.5 ms; a spin kernel ahead of the first event keeps host launch latency out of it),
@@ -36,6 +37,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -374,7 +376,10 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   // ratio beside it.
   const bool tune = args.has("tune");
   GemmTuning tuning;
-  if (tune && !args.get("tune", "").empty()) tuning.candidates = int(std::max<long>(1, args.get_int("tune", 3)));
+  if (tune && !args.get("tune", "").empty())
+    tuning.candidates = int(std::max<long>(1, args.get_int("tune", tuning.candidates)));
+  tuning.divisions = !args.has("tune-whole");
+  std::vector<double> tune_ms;  // host time of each shape's tuning
   TL_REQUIRE(!tune || (without == 0 && use == PlanUse::plain),
              "gemm bench: --tune times the plain GEMM's own ranking (no --without, --lib-only or --fused-order)");
   int tuned_changed = 0;
@@ -383,8 +388,10 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
     const GemmPlan rule = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
     GemmPlan p = rule;
     if (tune) {
+      const auto t0 = std::chrono::steady_clock::now();
       const GemmTuneResult r = tune_plain_gemm(tilelink::DType::bf16, b.A[0], b.B[0], b.D, GemmShape{s.M, s.N, s.K},
                                                budget, st, tuning);
+      tune_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       tuned_changed += r.best != 0;
       p = r.plans[size_t(r.best)];
     }
@@ -414,8 +421,11 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
                 what, sum.count, sum.geomean, sum.min, sum.p10, sum.median, sum.below_090);
   };
   if (tune) {
-    std::printf("tuned: the rule's first %d plans timed per shape; a later one kept on %d of %zu shapes\n",
-                tuning.candidates, tuned_changed, shapes.size());
+    std::sort(tune_ms.begin(), tune_ms.end());
+    std::printf("tuned: the rule's first %d configs%s timed per shape; a later plan kept on %d of %zu shapes; "
+                "tuning took %.1f ms per shape (median), %.1f ms at most\n",
+                tuning.candidates, tuning.divisions ? " and their other divisions" : "", tuned_changed, shapes.size(),
+                tune_ms.empty() ? 0.0 : tune_ms[tune_ms.size() / 2], tune_ms.empty() ? 0.0 : tune_ms.back());
     print_summary("the rule's plan, same samples: ", rule_ratios);
     print_summary("tuned ", ratios);
   } else {

@@ -2,8 +2,9 @@
 //
 // The rule (choose_config) predicts each config's time from a fitted model; on a random shape its
 // first pick is within a few percent of the fastest config most of the time but not always
-// (docs/GEMM.md, "Tuning"). Tuning times the rule's first few plans on the caller's operands once
-// per shape and keeps the fastest, as PyTorch's TunableOp does for cuBLASLt's candidates:
+// (docs/GEMM.md, "Tuning"). Tuning times the rule's first few plans, and their configs' other
+// work divisions, on the caller's operands once per shape and keeps the fastest, as PyTorch's
+// TunableOp does for cuBLASLt's candidates:
 //
 //   tilelink::gemm::set_plain_gemm_tuning(true);   // or TILELINK_GEMM_TUNE=1 in the environment
 //   tilelink::gemm::gemm(DType::bf16, A, B, D, shape, /*plan=*/nullptr, 0, stream);  // tunes once
@@ -30,12 +31,28 @@ namespace tilelink::gemm {
 std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64_t allowed = kLibConfigMask,
                                    PlanUse use = PlanUse::fused_op);
 
+// Whether two plans run the same kernel the same way (config, division, tile order).
+inline bool same_plan(const GemmPlan& a, const GemmPlan& b) {
+  return a.config == b.config && a.raster == b.raster && a.swizzle == b.swizzle &&
+         a.decomposition == b.decomposition && a.splits == b.splits;
+}
+
 struct GemmTuning {
-  int candidates = 3;  // the rule's first plans timed (the rule's pick among them)
-  int samples = 7;     // timed blocks of launches per candidate, interleaved; the median decides
+  int candidates = 5;     // the rule's first configs timed (its pick among them)
+  int samples = 7;        // timed blocks of launches per plan, interleaved; the median decides
+  bool divisions = true;  // each of those configs at its other work divisions too (from 64 rows)
 };
 
-// What tuning measured for one shape: the plans timed (the rule's order) and the median
+// What tune_plain_gemm times for the shape, the rule's order first: its first
+// `tuning.candidates` plain plans, then (with `tuning.divisions`, at 64 rows or more) each of
+// those configs at the other divisions it can run — whole K, K in 2-4 slices with a separate
+// sum, and on the stream-K scheduler 2 chained slices and stream-K — in the rule's tile order.
+// The rule's time model ranks configs at one division each and errs most where a split of K
+// wins (narrow N, thousands of rows, deep K); timing the divisions lets tuning find those.
+// Each plan once. Pure given sm_budget > 0.
+std::vector<GemmPlan> tuning_plans(const GemmShape& shape, int sm_budget, const GemmTuning& tuning = {});
+
+// What tuning measured for one shape: the plans timed (tuning_plans' order) and the median
 // microseconds per launch of each; `best` indexes the fastest.
 struct GemmTuneResult {
   std::vector<GemmPlan> plans;
@@ -43,10 +60,10 @@ struct GemmTuneResult {
   int best = 0;
 };
 
-// Times the rule's first `tuning.candidates` plain plans (kPlainConfigMask, PlanUse::plain) on
-// `stream` with the caller's operands — D is written, its contents afterwards are the last
-// launch's — and returns what it measured. Blocks until done; throws tilelink::Error under graph
-// capture, on bad operands or a failed launch.
+// Times tuning_plans(shape, sm_budget, tuning) on `stream` with the caller's operands — D is
+// written, its contents afterwards are the last launch's — and returns what it measured. A plan
+// later in that order is kept only when more than 1% faster. Blocks until done; throws
+// tilelink::Error under graph capture, on bad operands or a failed launch.
 GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* D, const GemmShape& shape,
                                int sm_budget, cudaStream_t stream, const GemmTuning& tuning = {});
 
@@ -67,9 +84,9 @@ size_t tuned_plan_count();
 //   NVIDIA H200:132,bf16,1000,1376,2048,2048,2048,1376,132,pp_128x128_c2x2/along_n/sw1,41.28
 //
 // `gpu` is the device's name and SM count: lines tuned on another GPU model are not taken. A line
-// is taken only where its plan (tilelink/gemm/plan_text.hpp) is one the rule still ranks for the
-// shape, so a file written by another build never runs a plan this one would not; such shapes
-// are tuned again. `us` is what tuning measured (for the reader; not used).
+// is taken only where its plan (tilelink/gemm/plan_text.hpp) is one tuning may still time for
+// the shape (a config the rule ranks, at a division tuning tries), so a file written by another
+// build never runs a plan this one would not; such shapes are tuned again. `us` is what tuning measured (for the reader; not used).
 //
 // TILELINK_GEMM_TUNE_FILE=<path>, with tuning on: gemm() reads the file (if it exists) before
 // its first tuned call and appends a line for each shape it tunes — one write per line, so

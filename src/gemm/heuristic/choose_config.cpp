@@ -125,6 +125,55 @@ std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64
   return plans;
 }
 
+namespace {
+
+// The config of `rule_plan` at each division tuning times besides the rule's (its tile order):
+// whole K; for `plain` configs 2-4 slices with a separate sum where each slice keeps
+// kMinReduceSliceK columns and the partial sums and the pass's tail stay within the rule's
+// bounds; on the stream-K scheduler 2 chained slices and stream-K.
+std::vector<GemmPlan> other_divisions(const GemmShape& s, const GemmPlan& rule_plan) {
+  const GemmConfigInfo& c = config_info(rule_plan.config);
+  std::vector<GemmPlan> plans;
+  const auto division = [&](Decomposition d, int splits) {
+    GemmPlan p = rule_plan;
+    p.decomposition = d;
+    p.splits = splits;
+    plans.push_back(p);
+  };
+  division(Decomposition::data_parallel, 1);
+  if (c.set != GemmConfigSet::plain) return plans;
+  for (int splits = 2; splits <= 4; ++splits) {
+    if (s.K / splits < heuristic::kMinReduceSliceK) break;
+    const double outputs = double(s.M) * double(s.N);
+    if (double(splits) * outputs * 4.0 > heuristic::kMaxPartialBytes) break;
+    if (double(k_slices(s.K, splits).tail) * outputs > heuristic::kMaxTailProducts) continue;
+    division(Decomposition::split_k_reduce, splits);
+  }
+  if (c.schedule == GemmSchedule::sk && s.K / 2 >= heuristic::kMinReduceSliceK) {
+    division(Decomposition::split_k, 2);
+    division(Decomposition::stream_k, 1);
+  }
+  return plans;
+}
+
+}  // namespace
+
+std::vector<GemmPlan> tuning_plans(const GemmShape& shape, int sm_budget, const GemmTuning& tuning) {
+  TL_REQUIRE(tuning.candidates >= 1, "gemm tuning: candidates (", tuning.candidates, ") must be at least 1");
+  const GemmShape s = packed(shape);
+  std::vector<GemmPlan> plans = ranked_plans(s, sm_budget, kPlainConfigMask, PlanUse::plain);
+  if (int(plans.size()) > tuning.candidates) plans.resize(size_t(tuning.candidates));
+  // Below kTimedMinRows the few-rows model already chose each config's division by predicted
+  // time over every slice count.
+  if (!tuning.divisions || s.M < kTimedMinRows || s.N <= 0) return plans;
+  const size_t firsts = plans.size();
+  for (size_t i = 0; i < firsts; ++i)
+    for (const GemmPlan& p : other_divisions(s, plans[i]))
+      if (std::none_of(plans.begin(), plans.end(), [&](const GemmPlan& q) { return same_plan(p, q); }))
+        plans.push_back(p);
+  return plans;
+}
+
 GemmPlan choose_config(const GemmShape& shape, DType /*dtype*/, int sm_budget, uint64_t allowed, PlanUse use) {
   return ranked_plans(shape, sm_budget, allowed, use).front();
 }
