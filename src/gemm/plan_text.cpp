@@ -41,7 +41,8 @@ bool parse_plan(const std::string& text, GemmPlan* out, std::string* why) {
   const std::vector<std::string> parts = detail::split_fields(text, '/');
   if (parts.size() < 3 || parts.size() > 4) return fail(why, text, "want config/raster/swN[/division]");
   GemmPlan p;
-  if (!parse_config(parts[0], &p.config)) return fail(why, text, "unknown config '" + parts[0] + "' (not in this build)");
+  if (!parse_config(parts[0], &p.config))
+    return fail(why, text, "unknown config '" + parts[0] + "' (not in this build)");
   if (parts[1] == "along_m") {
     p.raster = Raster::along_m;
   } else if (parts[1] == "along_n") {

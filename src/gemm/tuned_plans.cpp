@@ -197,7 +197,8 @@ bool parse_tuned_line(const std::string& text, TunedLine* out, bool* known, std:
     return false;
   };
   const std::vector<std::string> f = detail::split_fields(text, ',');
-  if (f.size() != 11) return fail("want 11 fields (gpu,dtype,M,N,K,lda,ldb,ldd,sms,plan,us), got " + std::to_string(f.size()));
+  if (f.size() != 11)
+    return fail("want 11 fields (gpu,dtype,M,N,K,lda,ldb,ldd,sms,plan,us), got " + std::to_string(f.size()));
   TunedLine l;
   l.gpu = f[0];
   if (l.gpu.empty()) return fail("empty gpu field");

@@ -603,7 +603,8 @@ TEST(GemmTuning, TunedPlansFileLines) {
   EXPECT_EQ(back.plan.splits, 3);
   EXPECT_NEAR(back.us, 41.28, 1e-9);
 
-  ASSERT_TRUE(g::detail::parse_tuned_line("X:1,bf16,8,8,8,8,8,8,1,coop_999x999_c1x1/along_n/sw1,1", &back, &known, &why));
+  ASSERT_TRUE(
+      g::detail::parse_tuned_line("X:1,bf16,8,8,8,8,8,8,1,coop_999x999_c1x1/along_n/sw1,1", &back, &known, &why));
   EXPECT_FALSE(known) << "another build's config";
   const std::string ok = "X:1,bf16,64,256,512,512,512,256,132,pp_128x128_c2x2/along_n/sw1,1.5";
   ASSERT_TRUE(g::detail::parse_tuned_line(ok, &back, &known, &why)) << why;
@@ -655,7 +656,8 @@ TEST(GemmTuning, TuningPlansAreTheRulesFirstAndTheirConfigsOtherDivisions) {
               const g::GemmPlan& p = plans[i];
               const g::GemmConfigInfo& c = g::config_info(p.config);
               EXPECT_TRUE(first_configs & g::config_bit(p.config)) << where << ": " << g::plan_text(p);
-              for (size_t j = 0; j < i; ++j) EXPECT_FALSE(g::same_plan(plans[j], p)) << where << ": " << g::plan_text(p);
+              for (size_t j = 0; j < i; ++j)
+                EXPECT_FALSE(g::same_plan(plans[j], p)) << where << ": " << g::plan_text(p);
               if (i < firsts) continue;
               switch (p.decomposition) {
                 case g::Decomposition::data_parallel: EXPECT_EQ(p.splits, 1) << where; break;

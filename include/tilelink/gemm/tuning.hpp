@@ -86,7 +86,8 @@ size_t tuned_plan_count();
 // `gpu` is the device's name and SM count: lines tuned on another GPU model are not taken. A line
 // is taken only where its plan (tilelink/gemm/plan_text.hpp) is one tuning may still time for
 // the shape (a config the rule ranks, at a division tuning tries), so a file written by another
-// build never runs a plan this one would not; such shapes are tuned again. `us` is what tuning measured (for the reader; not used).
+// build never runs a plan this one would not; such shapes are tuned again. `us` is what tuning
+// measured (for the reader; not used).
 //
 // TILELINK_GEMM_TUNE_FILE=<path>, with tuning on: gemm() reads the file (if it exists) before
 // its first tuned call and appends a line for each shape it tunes — one write per line, so
