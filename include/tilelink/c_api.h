@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define TILELINK_C_API_VERSION 5
+#define TILELINK_C_API_VERSION 6
 
 enum { TL_OK = 0, TL_ERROR = 1 };
 enum { TL_BF16 = 0, TL_FP16 = 1 };                                  /* element types */
@@ -117,6 +117,22 @@ int tl_moe_rs(tl_world* world, int dtype, const void* h, const int32_t* topk_ids
  * (what torch._grouped_mm calls offs). */
 int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n, int64_t k, int32_t num_groups,
                     const int32_t* group_end, int64_t max_rows, void* stream);
+/* The plain GEMM alone (no world): d[m, n] = a[m, k] b[n, k]^T (F.linear's layout), the rows of
+ * a, b and d lda, ldb and ldd elements apart (0: packed, i.e. k, k and n). n, k and the leading
+ * dimensions multiples of 8, the pointers 16-byte aligned. The engine's rule picks the kernel,
+ * or, with tuning on, the fastest of the rule's best few plans timed once per new shape. */
+int tl_gemm(int dtype, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k, int64_t lda,
+            int64_t ldb, int64_t ldd, void* stream);
+/* Plain-GEMM tuning, for the whole process (TILELINK_GEMM_TUNE=1 turns it on at start; see
+ * tilelink/gemm/tuning.hpp). A tuning call blocks the host until its timings are done. */
+int tl_gemm_set_tuning(int on);
+int tl_gemm_tuning(int* on);
+/* Tuned plans on disk (CSV lines; TILELINK_GEMM_TUNE_FILE does both automatically): load takes
+ * the lines tuned on this GPU model, save writes every tuned plan; *lines (may be NULL) gets the
+ * count. clear forgets the process's tuned plans. */
+int tl_gemm_load_tuned_plans(const char* path, size_t* lines);
+int tl_gemm_save_tuned_plans(const char* path, size_t* lines);
+int tl_gemm_clear_tuned_plans(void);
 /* Sequence-parallel attention: q[batch, local_len, q_heads, head_dim], k and v [batch, local_len,
  * kv_heads, head_dim] (contiguous) are this rank's shard of each sequence; out (same shape as q)
  * and lse (fp32 [batch, q_heads, local_len], may be NULL) its queries' attention over the whole

@@ -21,9 +21,11 @@ from __future__ import annotations
 from torch import Tensor
 
 from . import _ops
+from ._gemm import clear_tuned_plans, gemm_tuning, linear, load_tuned_plans, save_tuned_plans, set_gemm_tuning
 from ._world import World, default_world, empty, init, zeros
 
 __all__ = ["World", "init", "empty", "zeros", "ag_gemm", "gemm_rs", "gemm_ar", "allgather_ll", "flash_decode", "attention", "sp_attention", "ag_moe", "moe_rs", "grouped_mm",
+           "linear", "set_gemm_tuning", "gemm_tuning", "load_tuned_plans", "save_tuned_plans", "clear_tuned_plans",
            "default_world"]
 __version__ = "0.1.0"
 

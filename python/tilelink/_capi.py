@@ -12,7 +12,7 @@ import ctypes
 import os
 from pathlib import Path
 
-API_VERSION = 5
+API_VERSION = 6
 
 BF16, FP16 = 0, 1
 PATHS = {"auto": 0, "fused": 1, "decomposed": 2}
@@ -70,10 +70,17 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.tl_grouped_gemm.argtypes = [i, p, p, p, i64, i64, i32, p, i64, p]
     lib.tl_sp_attention.argtypes = [p, i, p, p, p, p, p, i64, i64, i64, i64, i64, i, i, ctypes.c_float, i, p]
     lib.tl_attention_forward.argtypes = [i, p, p, p, p, p, i64, i64, i64, i64, i64, i64, p, i, i64, ctypes.c_float, p]
+    lib.tl_gemm.argtypes = [i, p, p, p, i64, i64, i64, i64, i64, i64, p]
+    lib.tl_gemm_set_tuning.argtypes = [i]
+    lib.tl_gemm_tuning.argtypes = [ctypes.POINTER(i)]
+    lib.tl_gemm_load_tuned_plans.argtypes = [ctypes.c_char_p, ctypes.POINTER(sz)]
+    lib.tl_gemm_save_tuned_plans.argtypes = [ctypes.c_char_p, ctypes.POINTER(sz)]
+    lib.tl_gemm_clear_tuned_plans.argtypes = []
     for name in ("tl_world_create", "tl_world_destroy", "tl_world_query", "tl_world_check", "tl_symmetric_alloc",
                  "tl_peer_pointer", "tl_ag_gemm", "tl_gemm_rs", "tl_gemm_ar", "tl_allgather_ll",
                  "tl_flash_decode", "tl_ag_moe", "tl_moe_rs", "tl_grouped_gemm",
-                 "tl_attention_forward", "tl_sp_attention"):
+                 "tl_attention_forward", "tl_sp_attention", "tl_gemm", "tl_gemm_set_tuning", "tl_gemm_tuning",
+                 "tl_gemm_load_tuned_plans", "tl_gemm_save_tuned_plans", "tl_gemm_clear_tuned_plans"):
         getattr(lib, name).restype = i
 
 

@@ -16,7 +16,9 @@
 #include "tilelink/ops/flash_decode/flash_decode.hpp"
 #include "tilelink/ops/moe/ag_moe.hpp"
 #include "tilelink/ops/moe/moe_rs.hpp"
+#include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/grouped.hpp"
+#include "tilelink/gemm/tuning.hpp"
 #include "tilelink/attention/attention.hpp"
 #include "tilelink/ops/sp_attention/sp_attention.hpp"
 #include "tilelink/ops/gemm_ar/gemm_ar.hpp"
@@ -264,6 +266,45 @@ int tl_grouped_gemm(int dtype, const void* a, const void* b, void* d, int64_t n,
     grouped_workspace(device, g::grouped_gemm_workspace_bytes(cfg, num_groups, 0),
                       [&](void* ws, size_t bytes) { g::grouped_gemm(args, cfg, 0, ws, bytes, static_cast<cudaStream_t>(stream)); });
   });
+}
+
+int tl_gemm(int dtype, const void* a, const void* b, void* d, int64_t m, int64_t n, int64_t k, int64_t lda,
+            int64_t ldb, int64_t ldd, void* stream) {
+  return guarded([&] {
+    const tilelink::gemm::GemmShape shape{m, n, k, lda, ldb, ldd};
+    tilelink::gemm::gemm(dtype_of(dtype), a, b, d, shape, nullptr, 0, static_cast<cudaStream_t>(stream));
+  });
+}
+
+int tl_gemm_set_tuning(int on) {
+  return guarded([&] { tilelink::gemm::set_plain_gemm_tuning(on != 0); });
+}
+
+int tl_gemm_tuning(int* on) {
+  return guarded([&] {
+    TL_REQUIRE(on != nullptr, "tl_gemm_tuning: null output pointer");
+    *on = tilelink::gemm::plain_gemm_tuning() ? 1 : 0;
+  });
+}
+
+int tl_gemm_load_tuned_plans(const char* path, size_t* lines) {
+  return guarded([&] {
+    TL_REQUIRE(path != nullptr, "tl_gemm_load_tuned_plans: null path");
+    const size_t n = tilelink::gemm::load_tuned_plans(path);
+    if (lines) *lines = n;
+  });
+}
+
+int tl_gemm_save_tuned_plans(const char* path, size_t* lines) {
+  return guarded([&] {
+    TL_REQUIRE(path != nullptr, "tl_gemm_save_tuned_plans: null path");
+    const size_t n = tilelink::gemm::save_tuned_plans(path);
+    if (lines) *lines = n;
+  });
+}
+
+int tl_gemm_clear_tuned_plans(void) {
+  return guarded([] { tilelink::gemm::clear_tuned_plans(); });
 }
 
 int tl_sp_attention(tl_world* world, int dtype, const void* q, const void* k, const void* v, void* out, float* lse,

@@ -281,3 +281,47 @@ def test_a_library_that_cannot_load_says_why():
         capi.lib()
     except RuntimeError as e:
         assert "tilelink" in str(e) and ("cannot load" in str(e) or "not found" in str(e)), str(e)
+
+
+# ---- the plain GEMM -----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [BF16, FP16])
+def test_linear_fake_shapes(dtype):
+    with FakeTensorMode():
+        x = torch.empty(2, 37, 72, dtype=dtype, device="cuda")
+        w = torch.empty(136, 72, dtype=dtype, device="cuda")
+        y = tilelink.linear(x, w)
+        wide = torch.empty(37, 200, dtype=dtype, device="cuda")
+        z = torch.ops.tilelink.linear(wide[:, :72], w)  # rows 200 apart: taken as they are
+    assert y.shape == (2, 37, 136) and y.dtype == dtype and y.device.type == "cuda"
+    assert z.shape == (37, 136)
+    assert tilelink.linear(meta(5, 0), meta(16, 0)).shape == (5, 16)
+
+
+@pytest.mark.parametrize("a, b, message", [
+    (meta(16, 64, dtype=torch.float32), meta(128, 64, dtype=torch.float32), "bfloat16 or both float16"),
+    (meta(16, 64), meta(128, 64, dtype=FP16), "bfloat16 or both float16"),
+    (meta(16, 64), meta(128, 72), "must be \\[n, k\\]"),
+    (meta(16, 60), meta(128, 60), "multiples of 8"),
+    (meta(16, 64), meta(100, 64), "multiples of 8"),
+    (meta(64, 16).t(), meta(128, 64), "rows must be contiguous"),
+    (meta(16, 100)[:, :64], meta(128, 64), "rows must be contiguous"),
+    (torch.zeros(16, 64, dtype=BF16), torch.zeros(128, 64, dtype=BF16), "CUDA device"),
+])
+def test_linear_op_bad_operands_raise_value_error(a, b, message):
+    with pytest.raises(ValueError, match=message):
+        torch.ops.tilelink.linear(a, b)
+
+
+def test_linear_copies_operands_whose_rows_do_not_qualify():
+    # A transposed or oddly strided input is made contiguous before the op sees it.
+    traced = make_fx(lambda x, w: tilelink.linear(x, w), tracing_mode="fake")(meta(64, 16).t(), meta(128, 64))
+    assert "torch.ops.tilelink.linear.default" in traced.code
+    with pytest.raises(ValueError, match="x must be"):
+        tilelink.linear(meta(16, 32), meta(128, 64))
+    with pytest.raises(ValueError, match="weight must be"):
+        tilelink.linear(meta(16, 64), meta(2, 128, 64))
+
+
+def test_linear_compiles_without_graph_breaks():
+    fn = torch.compile(lambda x, w: tilelink.linear(x, w).relu(), backend="eager", fullgraph=True)
+    assert fn(meta(4, 16, 64), meta(128, 64)).shape == (4, 16, 128)

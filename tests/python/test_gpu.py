@@ -414,6 +414,78 @@ def test_grouped_mm_matches_torch_grouped_mm(world):
     assert torch.allclose(got.float(), want.float(), atol=2e-2, rtol=1e-2), (got.float() - want.float()).abs().max()
 
 
+# Rows, columns and depth from decode-sized to thousands of rows, narrow and deep (one per model
+# band of the engine's rule), in both dtypes.
+LINEAR_SHAPES = [((1,), 1024, 512), ((37,), 136, 4104), ((2, 300), 2048, 1024), ((5000,), 264, 2056)]
+
+
+@pytest.mark.parametrize("lead, n, k", LINEAR_SHAPES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_linear_matches_fp32_matmul(world, lead, n, k, dtype):
+    seed = seed_everyone()
+    x = rand((*lead, k), dtype, seed)
+    w = rand((n, k), dtype, seed + 1)
+    poison_on_alloc()
+    got = tilelink.linear(x, w)
+    assert got.shape == (*lead, n) and got.dtype == dtype
+    check_close(got, x.float() @ w.float().t(), f"linear {lead} x {n} x {k}")
+
+
+def test_linear_takes_strided_rows_and_copies_what_it_must(world):
+    seed = seed_everyone()
+    wide = rand((600, 1000), torch.bfloat16, seed)
+    w_wide = rand((264, 520), torch.bfloat16, seed + 1)
+    x, w = wide[:, 8:520], w_wide[:, :512]  # rows 1000 and 520 apart, taken as they are
+    want = x.float() @ w.float().t()
+    poison_on_alloc()
+    check_close(torch.ops.tilelink.linear(x, w), want, "strided rows")
+    check_close(tilelink.linear(x.t().contiguous().t(), w), want, "column-major x (copied)")
+    odd = wide.flatten()[4:4 + 600 * 512].view(600, 512)  # 8 bytes past a 16-byte boundary
+    check_close(tilelink.linear(odd, w), odd.float() @ w.float().t(), "misaligned x (copied)")
+    assert tilelink.linear(wide[:0, :512], w).shape == (0, 264)
+    empty_k = tilelink.linear(wide[:5, :0], w_wide[:, :0])
+    assert empty_k.shape == (5, 264) and (empty_k == 0).all()
+
+
+def test_linear_backward_matches_torch(world):
+    seed = seed_everyone()
+    x = rand((3, 96, 256), torch.bfloat16, seed).requires_grad_()
+    w = rand((384, 256), torch.bfloat16, seed + 1).requires_grad_()
+    g = rand((3, 96, 384), torch.bfloat16, seed + 2)
+    tilelink.linear(x, w).backward(g)
+    x32, w32 = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
+    torch.nn.functional.linear(x32, w32).backward(g.float())
+    check_close(x.grad, x32.grad, "dx")
+    check_close(w.grad, w32.grad, "dw")
+
+
+def test_linear_tuning_on_a_file(world, tmp_path):
+    seed = seed_everyone()
+    shapes = [(700, 1536, 2048), (24, 4096, 1024)]
+    was = tilelink.gemm_tuning()
+    tilelink.clear_tuned_plans()
+    try:
+        tilelink.set_gemm_tuning(True)
+        assert tilelink.gemm_tuning()
+        for i, (m, n, k) in enumerate(shapes):
+            x, w = rand((m, k), torch.bfloat16, seed + 2 * i), rand((n, k), torch.bfloat16, seed + 2 * i + 1)
+            poison_on_alloc()
+            check_close(tilelink.linear(x, w), x.float() @ w.float().t(), f"tuned {m} x {n} x {k}")
+        path = tmp_path / f"tuned_{dist.get_rank()}.csv"
+        assert tilelink.save_tuned_plans(path) == len(shapes)
+        tilelink.clear_tuned_plans()
+        assert tilelink.load_tuned_plans(path) == len(shapes)
+        m, n, k = shapes[0]
+        x, w = rand((m, k), torch.bfloat16, seed + 7), rand((n, k), torch.bfloat16, seed + 8)
+        check_close(tilelink.linear(x, w), x.float() @ w.float().t(), "a loaded tuned plan")
+        path.write_text("not,a,tuned,line\n")
+        with pytest.raises(RuntimeError, match=f"{path.name}:1"):
+            tilelink.load_tuned_plans(path)
+    finally:
+        tilelink.set_gemm_tuning(was)
+        tilelink.clear_tuned_plans()
+
+
 def test_a_timed_out_call_raises_on_every_rank_then_the_world_works(world):
     # Every rank but 0 makes its call 2 s late while rank 0's device waits are bounded at 300 ms:
     # the call is aborted on every rank, each raises (no dead CUDA context), and later calls on
