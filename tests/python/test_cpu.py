@@ -325,3 +325,29 @@ def test_linear_copies_operands_whose_rows_do_not_qualify():
 def test_linear_compiles_without_graph_breaks():
     fn = torch.compile(lambda x, w: tilelink.linear(x, w).relu(), backend="eager", fullgraph=True)
     assert fn(meta(4, 16, 64), meta(128, 64)).shape == (4, 16, 128)
+
+
+def test_gemm_tuning_switch_and_files_through_the_c_api(tmp_path):
+    # Host-only parts of the C API's plain-GEMM calls (where the library loads without a GPU).
+    import tilelink._capi as capi
+
+    try:
+        capi.lib()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    was = tilelink.gemm_tuning()
+    try:
+        tilelink.set_gemm_tuning(True)
+        assert tilelink.gemm_tuning()
+        tilelink.set_gemm_tuning(False)
+        assert not tilelink.gemm_tuning()
+    finally:
+        tilelink.set_gemm_tuning(was)
+    tilelink.clear_tuned_plans()
+    assert tilelink.save_tuned_plans(tmp_path / "none.csv") == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text("# a comment\nNVIDIA H200:132,bf16,1000,1376,oops\n")
+    with pytest.raises(RuntimeError, match="bad.csv:2"):
+        tilelink.load_tuned_plans(bad)
+    with pytest.raises(RuntimeError, match="cannot read"):
+        tilelink.load_tuned_plans(tmp_path / "missing.csv")
