@@ -20,6 +20,12 @@ _SUPPORTED = (torch.bfloat16, torch.float16)
 _DEVICE_TYPES = ("cuda", "meta")  # meta: shape propagation
 
 
+def _rows_qualify(t: Tensor) -> bool:
+    """Whether the engine reads t[rows, cols] as it is: contiguous rows a multiple of 8 elements apart."""
+    rows, cols = t.shape
+    return (cols <= 1 or t.stride(1) == 1) and (rows <= 1 or (t.stride(0) % 8 == 0 and t.stride(0) >= cols))
+
+
 def _check(a: Tensor, b: Tensor) -> tuple[int, int, int]:
     """The engine's requirements on a[m, k] and b[n, k] (ValueError); returns (m, n, k)."""
     op = "tilelink.linear"
@@ -33,7 +39,7 @@ def _check(a: Tensor, b: Tensor) -> tuple[int, int, int]:
     if k % 8 or n % 8:
         raise ValueError(f"{op}: k={k} and n={n} must be multiples of 8 (16-byte rows)")
     for name, t in (("a", a), ("b", b)):
-        if t.shape[0] > 1 and (t.stride(1) != 1 or t.stride(0) % 8 or t.stride(0) < k):
+        if not _rows_qualify(t):
             raise ValueError(f"{op}: {name}'s rows must be contiguous and start a multiple of 8 elements apart "
                              f"(got strides {t.stride()}); call .contiguous()")
     if a.device.type not in _DEVICE_TYPES or b.device != a.device:
@@ -57,8 +63,9 @@ def linear_op(a: Tensor, b: Tensor) -> Tensor:
     a, b = (t if t.data_ptr() % 16 == 0 else t.clone(memory_format=torch.contiguous_format) for t in (a, b))
     stream = ctypes.c_void_p(torch.cuda.current_stream(a.device).cuda_stream)
     ptr = lambda t: ctypes.c_void_p(t.data_ptr())  # noqa: E731
-    _capi.check(_capi.lib().tl_gemm(dtype_code(a.dtype), ptr(a), ptr(b), ptr(out), m, n, k, _leading(a, k),
-                                    _leading(b, k), n, stream))
+    with torch.cuda.device(a.device):  # the engine plans for, and launches on, the current device
+        _capi.check(_capi.lib().tl_gemm(dtype_code(a.dtype), ptr(a), ptr(b), ptr(out), m, n, k, _leading(a, k),
+                                        _leading(b, k), n, stream))
     return out
 
 
@@ -86,8 +93,7 @@ linear_op.register_autograd(_backward, setup_context=_setup)
 
 def _rows_of(t: Tensor) -> Tensor:
     """t as the engine's operand: itself where its rows already qualify, else a contiguous copy."""
-    ok = t.shape[0] <= 1 or (t.stride(1) == 1 and t.stride(0) % 8 == 0 and t.stride(0) >= t.shape[1])
-    return t if ok else t.contiguous()
+    return t if _rows_qualify(t) else t.contiguous()
 
 
 def linear(x: Tensor, weight: Tensor) -> Tensor:

@@ -305,6 +305,7 @@ def test_linear_fake_shapes(dtype):
     (meta(16, 64), meta(100, 64), "multiples of 8"),
     (meta(64, 16).t(), meta(128, 64), "rows must be contiguous"),
     (meta(16, 100)[:, :64], meta(128, 64), "rows must be contiguous"),
+    (meta(64, 16).t()[:1], meta(128, 64), "rows must be contiguous"),  # one row, its columns strided
     (torch.zeros(16, 64, dtype=BF16), torch.zeros(128, 64, dtype=BF16), "CUDA device"),
 ])
 def test_linear_op_bad_operands_raise_value_error(a, b, message):
