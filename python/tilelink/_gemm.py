@@ -14,10 +14,8 @@ import torch
 from torch import Tensor
 
 from . import _capi
+from ._ops import _DEVICE_TYPES, _SUPPORTED
 from ._world import dtype_code
-
-_SUPPORTED = (torch.bfloat16, torch.float16)
-_DEVICE_TYPES = ("cuda", "meta")  # meta: shape propagation
 
 
 def _rows_qualify(t: Tensor) -> bool:

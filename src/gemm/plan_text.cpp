@@ -1,24 +1,12 @@
 // GemmPlan <-> text (tilelink/gemm/plan_text.hpp).
 #include "tilelink/gemm/plan_text.hpp"
 
-#include <cstdlib>
 #include <vector>
 
 #include "text_fields.hpp"
 
 namespace tilelink::gemm {
 namespace {
-
-// The whole of `digits` as a decimal integer in [lo, hi].
-bool whole_number(const std::string& digits, int lo, int hi, int* out) {
-  if (digits.empty() || digits.size() > 4) return false;
-  for (char c : digits)
-    if (c < '0' || c > '9') return false;
-  const int v = std::atoi(digits.c_str());
-  if (v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
 
 bool fail(std::string* why, const std::string& text, const std::string& reason) {
   if (why) *why = "plan '" + text + "': " + reason;
@@ -52,12 +40,15 @@ bool parse_plan(const std::string& text, GemmPlan* out, std::string* why) {
   } else {
     return fail(why, text, "raster '" + parts[1] + "' is not along_m, along_n or heuristic");
   }
-  if (parts[2].rfind("sw", 0) != 0 || !whole_number(parts[2].substr(2), 1, 8, &p.swizzle) ||
-      (p.swizzle & (p.swizzle - 1)) != 0)
+  int64_t swizzle = 0;
+  if (parts[2].rfind("sw", 0) != 0 || !detail::whole_integer(parts[2].substr(2), 1, 8, &swizzle) ||
+      (swizzle & (swizzle - 1)) != 0)
     return fail(why, text, "swizzle '" + parts[2] + "' is not sw1, sw2, sw4 or sw8");
+  p.swizzle = int(swizzle);
   if (parts.size() == 4) {
     const std::string& d = parts[3];
-    const auto slices = [&](size_t prefix) { return whole_number(d.substr(prefix), 2, kMaxSplits, &p.splits); };
+    int64_t splits = 1;
+    const auto slices = [&](size_t prefix) { return detail::whole_integer(d.substr(prefix), 2, kMaxSplits, &splits); };
     if (d.rfind("split", 0) == 0 && slices(5)) {
       p.decomposition = Decomposition::split_k;
     } else if (d.rfind("reduce", 0) == 0 && slices(6)) {
@@ -68,6 +59,7 @@ bool parse_plan(const std::string& text, GemmPlan* out, std::string* why) {
       return fail(why, text,
                   "division '" + d + "' is not splitS, reduceS (S = 2.." + std::to_string(kMaxSplits) + ") or streamk");
     }
+    p.splits = int(splits);
   }
   *out = p;
   return true;

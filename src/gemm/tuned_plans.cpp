@@ -54,17 +54,6 @@ bool tuning_may_time(const GemmShape& s, int sms, const GemmPlan& plan) {
   return false;
 }
 
-// The whole of `text` as an integer in [lo, hi].
-bool whole_integer(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
-  if (text.empty() || text.size() > 18) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || end != text.c_str() + text.size() || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 // Takes the file's lines for this process's GPUs into the table (caller holds the lock).
 size_t take_lines(const std::string& path) {
   std::ifstream in(path);
@@ -212,13 +201,13 @@ bool parse_tuned_line(const std::string& text, TunedLine* out, bool* known, std:
   int64_t dims[6];
   const char* names[6] = {"M", "N", "K", "lda", "ldb", "ldd"};
   for (int i = 0; i < 6; ++i)
-    if (!whole_integer(f[2 + size_t(i)], 1, (int64_t(1) << 31) - 1, &dims[i]))
+    if (!detail::whole_integer(f[2 + size_t(i)], 1, (int64_t(1) << 31) - 1, &dims[i]))
       return fail(std::string(names[i]) + " '" + f[2 + size_t(i)] + "' is not an integer in 1..2^31-1");
   l.shape = {dims[0], dims[1], dims[2], dims[3], dims[4], dims[5]};
   if (l.shape.lda < l.shape.K || l.shape.ldb < l.shape.K || l.shape.ldd < l.shape.N)
     return fail("leading dimensions below K, K, N");
   int64_t sms = 0;
-  if (!whole_integer(f[8], 1, 4096, &sms)) return fail("sms '" + f[8] + "' is not an integer in 1..4096");
+  if (!detail::whole_integer(f[8], 1, 4096, &sms)) return fail("sms '" + f[8] + "' is not an integer in 1..4096");
   l.sms = int(sms);
   char* end = nullptr;
   l.us = std::strtod(f[10].c_str(), &end);

@@ -14,11 +14,11 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gemm/heuristic/time_models.hpp"
+#include "gemm/text_fields.hpp"
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/plan_text.hpp"
 
@@ -26,14 +26,6 @@ namespace {
 
 namespace g = tilelink::gemm;
 namespace h = tilelink::gemm::heuristic;
-
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  for (std::string field; std::getline(ss, field, sep);) out.push_back(field);
-  if (!line.empty() && line.back() == sep) out.emplace_back();
-  return out;
-}
 
 [[noreturn]] void die(const std::string& why) {
   std::fprintf(stderr, "tilelink-gemm-model: %s\n", why.c_str());
@@ -72,7 +64,7 @@ int main(int argc, char** argv) {
 
   std::string line;
   if (!std::getline(std::cin, line)) die("empty input (expected tilelink-bench gemm --csv output)");
-  const std::vector<std::string> header = split(line, ',');
+  const std::vector<std::string> header = g::detail::split_fields(line, ',');
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* need : {"M", "N", "K", "plan"})
@@ -83,7 +75,7 @@ int main(int argc, char** argv) {
 
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
-    const std::vector<std::string> f = split(line, ',');
+    const std::vector<std::string> f = g::detail::split_fields(line, ',');
     if (f.size() != header.size()) die("row with " + std::to_string(f.size()) + " fields: " + line);
     const g::GemmShape s = g::packed({std::atoll(f[col["M"]].c_str()), std::atoll(f[col["N"]].c_str()),
                                       std::atoll(f[col["K"]].c_str())});
