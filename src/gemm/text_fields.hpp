@@ -1,5 +1,5 @@
-// The fields of one line of text between separators, and its integers (private to the engine's text forms: plan
-// text, tuned-plans files). Empty fields are kept: "a,,b" has three, "" one.
+// The fields of one line of text between separators, and its integers (private to the engine's
+// text forms: plan text, tuned-plans files). Empty fields are kept: "a,,b" has three, "" one.
 #pragma once
 
 #include <cerrno>

@@ -9,6 +9,7 @@
 // src/gemm/heuristic/time_models.hpp) and, where the model has constants for the config, those
 // and the predicted time. `rule` (the default) applies
 // the model the plain GEMM uses at the row's M and skips rows outside both. Host only: no GPU.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -77,9 +78,11 @@ int main(int argc, char** argv) {
     if (line.empty()) continue;
     const std::vector<std::string> f = g::detail::split_fields(line, ',');
     if (f.size() != header.size()) die("row with " + std::to_string(f.size()) + " fields: " + line);
-    const g::GemmShape s = g::packed({std::atoll(f[col["M"]].c_str()), std::atoll(f[col["N"]].c_str()),
-                                      std::atoll(f[col["K"]].c_str())});
-    if (s.M < 1 || s.N < 1 || s.K < 1) die("row with an empty shape: " + line);
+    int64_t dims[3];
+    for (int i = 0; i < 3; ++i)
+      if (!g::detail::whole_integer(f[col[std::string(1, "MNK"[i])]], 1, (int64_t(1) << 31) - 1, &dims[i]))
+        die(std::string("row whose ") + "MNK"[i] + " is not an integer in 1..2^31-1: " + line);
+    const g::GemmShape s = g::packed({dims[0], dims[1], dims[2]});
     std::optional<h::TimeModel> model;
     if (which == "mid_rows") model = h::TimeModel::mid_rows;
     if (which == "few_rows") model = h::TimeModel::few_rows;
