@@ -11,8 +11,9 @@ F.linear). Each sample times a block of back-to-back calls (at least ~0.3 ms of 
 behind a GPU spin, so Python's launch cost is not counted; the inputs stay in L2 where they fit,
 for every candidate alike. Without --random: the reference tensor-parallel layers per rank and a
 decode-sized M; --random N draws N shapes (M log-uniform in --rows, N and K multiples of 8
-log-uniform in 256-32768; the seed is printed) and ends with the geometric mean and the share
-below 0.90x.
+log-uniform in 256-32768; the seed is printed, and repeats the shapes here only: tilelink-bench's
+--sweep-random draws another set from the same seed) and ends with the geometric mean and the
+share below 0.90x.
 """
 import argparse
 import math
