@@ -16,9 +16,10 @@ at the values the rows carry; --fit-shared fits those too, jointly with every co
 
 The fit is judged as the rule uses it: on each shape, the config (at the division in the row) with
 the least predicted time is picked, and the pick's measured speed against cuBLASLt (the `ratio`
-column, cublas_ms / ms) is compared with the best measured row of the shape and with the pick of
-the constants the library has now. Out of sample: the shapes are halved at random (the seed is
-printed), fitted on one half and judged on the other, both ways, --folds times.
+column, cublas_ms / ms) is compared with the best measured row of the shape, with the pick of the
+constants the library has now, and with the plan the measuring binary's rule ran (the shape's
+`heuristic` row), as measured among the others. Out of sample: the shapes are halved at random
+(the seed is printed), fitted on one half and judged on the other, both ways, --folds times.
 
 Prints the fitted constants as the C++ table lines of time_models.cpp.
 """
@@ -52,14 +53,19 @@ class Row:
     k_step_us: float | None
 
 
-def read_rows(paths: list[str], model: str | None, modes: set) -> list[Row]:
-    rows = []
+def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row], dict]:
+    """The rows of `modes`, and each shape's plan in its `heuristic` row (the rule's pick)."""
+    rows, rule_plans = [], {}
     for path in paths:
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 if "work" not in r:
                     sys.exit(f"{path}: no model terms (run it through tilelink-gemm-model first)")
-                if (model and r["model"] != model) or r["mode"] not in modes:
+                if model and r["model"] != model:
+                    continue
+                if r["mode"] == "heuristic":
+                    rule_plans[(int(r["M"]), int(r["N"]), int(r["K"]))] = r["plan"]
+                if r["mode"] not in modes:
                     continue
                 ms = float(r["ms"])
                 if not ms > 0:
@@ -73,7 +79,7 @@ def read_rows(paths: list[str], model: str | None, modes: set) -> list[Row]:
     models = {r.model for r in rows}
     if len(models) > 1:
         sys.exit(f"rows of several models ({', '.join(sorted(models))}): choose one with --model")
-    return rows
+    return rows, rule_plans
 
 
 @dataclass
@@ -140,6 +146,16 @@ def judge(fit: Fit, shapes: dict, configs: set) -> tuple[list[float], list[float
     return picked, best
 
 
+def judge_rule(shapes: dict, rule_plans: dict) -> list[float]:
+    """Per shape whose rule plan was measured among its rows: that row's ratio."""
+    out = []
+    for shape, rs in shapes.items():
+        hit = [r for r in rs if r.plan == rule_plans.get(shape)]
+        if hit:
+            out.append(hit[0].ratio)
+    return out
+
+
 def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -154,7 +170,7 @@ def summary(name: str, ratios: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("csv", nargs="+", help="rows from tilelink-gemm-model")
-    p.add_argument("--model", choices=["mid_rows", "few_rows"], help="only rows of this model")
+    p.add_argument("--model", choices=["few_rows", "mid_rows", "many_rows"], help="only rows of this model")
     p.add_argument("--modes", default="alone,divisions",
                    help="the bench's row kinds to use (default: alone,divisions: one row per config and division)")
     p.add_argument("--configs", help="fit these configs only (comma-separated); default: every config in the rows")
@@ -164,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="of the halvings (default: fresh, printed)")
     args = p.parse_args(argv)
 
-    rows = read_rows(args.csv, args.model, set(args.modes.split(",")))
+    rows, rule_plans = read_rows(args.csv, args.model, set(args.modes.split(",")))
     if not rows:
         sys.exit("no rows with measured times")
     configs = sorted({r.config for r in rows})
@@ -188,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
 
     seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
     rng = random.Random(seed)
-    out_of_sample = {"fitted": [], "library": [], "best": []}
+    out_of_sample = {"fitted": [], "library": [], "rule": [], "best": []}
     keys = sorted(shapes)
     for _ in range(args.folds):
         rng.shuffle(keys)
@@ -201,17 +217,20 @@ def main(argv: list[str] | None = None) -> int:
             lib_picked, _ = judge(lib, test_shapes, competing)
             out_of_sample["fitted"] += picked
             out_of_sample["library"] += lib_picked
+            out_of_sample["rule"] += judge_rule(test_shapes, rule_plans)
             out_of_sample["best"] += best
     if args.folds > 0 and out_of_sample["fitted"]:
         print(f"\nout of sample ({args.folds} halvings, seed {seed:#x}; shapes counted once per halving):")
         print("  " + summary("fitted constants", out_of_sample["fitted"]))
         print("  " + summary("library's constants", out_of_sample["library"]))
+        print("  " + summary("measured rule's pick", out_of_sample["rule"]))
         print("  " + summary("best measured", out_of_sample["best"]))
 
     final = full_fit(rows)
     picked, best = judge(final, shapes, set(final.per_config))
     print("\nin sample (fitted on every shape):")
     print("  " + summary("fitted constants", picked))
+    print("  " + summary("measured rule's pick", judge_rule(shapes, rule_plans)))
     print("  " + summary("best measured", best))
 
     print("\nrelative error of the fitted times, per config (median |predicted / measured - 1|):")

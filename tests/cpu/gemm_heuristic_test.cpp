@@ -130,11 +130,12 @@ TEST(GemmHeuristic, TensToHundredsOfRowsTakeAWideSwappedTile) {
   const g::GemmPlan deep = plain(96, 5360, 12432);
   EXPECT_EQ(deep.config, g::GemmConfig::ppba_128x96_c1x1);
   EXPECT_EQ(deep.decomposition, g::Decomposition::split_k_reduce);
-  // From 4096 rows the grid-fill score chooses, and it takes a wide tile over four columns of M
-  // at most (at 64-4095 rows the time model may take more: MidSizedRowsChooseByPredictedTime).
+  // Where the plain GEMM chooses by score (from 4096 rows, beyond the many-rows model's N), it
+  // takes a wide tile over four columns of M at most.
   for (int64_t m : {4096, 6000, 8000, 16000})
-    for (int64_t n : {512, 4096, 28672})
+    for (int64_t n : {4096, 28672})
       for (int64_t k : {512, 4096, 16384}) {
+        ASSERT_FALSE(g::heuristic::plain_time_model(m, n).has_value());
         const auto& c = g::config_info(plain(m, n, k).config);
         if (!wide_swapped(c)) continue;
         EXPECT_LE((m + c.tile_n - 1) / c.tile_n, 4) << m << "x" << n << "x" << k << " " << c.name;
@@ -218,9 +219,9 @@ TEST(GemmHeuristic, PlainGemmWalksTheShorterTileDimensionFirst) {
         EXPECT_EQ(p.raster, tiles_n > tiles_m ? g::Raster::along_m : g::Raster::along_n) << m << "x" << n << "x" << k;
         EXPECT_EQ(p.swizzle, 1) << m << "x" << n << "x" << k;
         (p.raster == g::Raster::along_m ? along_m : along_n) += 1;
-        // The same shape for a fused op: from 4096 rows (below, the plain GEMM compares
-        // predicted times) the config and division do not depend on the use.
-        if (m < 4096) continue;
+        // The same shape for a fused op: where the plain GEMM chooses by score too, the config and
+        // division do not depend on the use.
+        if (g::heuristic::plain_time_model(m, n)) continue;
         const g::GemmPlan f = g::choose_config(g::packed({m, n, k}), DType::bf16, 132, g::kPlainConfigMask);
         EXPECT_EQ(f.config, p.config);
         EXPECT_EQ(f.decomposition, p.decomposition);
@@ -298,6 +299,24 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
             g::GemmConfig::pp_128x128_c2x1);
 }
 
+// From 4096 rows, where N is narrow, the plain GEMM compares predicted times too (the many-rows
+// constants). Each shape was measured with every config as the rule runs it alone (one H100,
+// against cuBLASLt): the grid-fill score's pick, then the model's, the fastest config measured.
+TEST(GemmHeuristic, ManyRowsOfNarrowNChooseByPredictedTime) {
+  // 4606 x 720 x 1768: pp_128x128_c2x1 0.71x, the same tile in 2x2 clusters 0.96x.
+  EXPECT_EQ(plain(4606, 720, 1768).config, g::GemmConfig::pp_128x128_c2x2);
+  // 5779 x 1744 x 1192: pp_128x128_c2x1 0.76x; 6583 x 296 x 4936: pp_128x192_c2x1 1.13x; the
+  // 128x192 tile in 2x2 clusters 1.00x and 1.42x.
+  EXPECT_EQ(plain(5779, 1744, 1192).config, g::GemmConfig::pp_128x192_c2x2);
+  EXPECT_EQ(plain(6583, 296, 4936).config, g::GemmConfig::pp_128x192_c2x2);
+  // 15521 x 1600 x 3616: pp_128x128_c2x1 0.81x, the cooperative 128x256 tile 0.90x.
+  EXPECT_EQ(plain(15521, 1600, 3616).config, g::GemmConfig::coop_128x256_c2x1);
+  // Wider N keeps the score: the reference GEMM-RS shape 8192 x 4096 x 1376 stays on the
+  // 128x128 tile, and the fused ops choose as before.
+  EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
+  EXPECT_EQ(plan(4606, 720, 1768).config, g::GemmConfig::pp_128x128_c2x1);
+}
+
 // Below 64 rows the plain GEMM predicts every division of the narrow swapped tiles (whole, or
 // 3-32 slices with a separate sum) and runs the fastest. Measured on one H200 against cuBLASLt,
 // every config at every slice count (docs/PERF.md, "a time model for fewer than 64 rows").
@@ -331,14 +350,14 @@ TEST(GemmHeuristic, FewRowsChooseConfigAndSlicesByPredictedTime) {
               g::GemmConfig::ppba_64x16_c4x1);
 }
 
-// The 2x2-cluster tiles have a fitted time at 64-4095 rows and no score prior: the plain GEMM
-// chooses them there only, the fused ops' rule never, and a mask of one of them alone still plans.
-TEST(GemmHeuristic, TwoByTwoClustersOnlyWhereTheMidRowsModelChooses) {
+// The 2x2-cluster tiles have no score prior: the plain GEMM chooses them only at rows where a time
+// model has their constants, the fused ops' rule never, and a mask of one of them alone still plans.
+TEST(GemmHeuristic, TwoByTwoClustersOnlyWhereATimeModelChooses) {
   const g::GemmConfig twos[] = {g::GemmConfig::pp_64x128_c2x2, g::GemmConfig::pp_128x128_c2x2,
                                 g::GemmConfig::ppba_128x96_c2x2, g::GemmConfig::pp_128x192_c2x2,
                                 g::GemmConfig::coop_128x256_c2x2};
   for (g::GemmConfig c : twos) {
-    EXPECT_TRUE(g::heuristic::mid_rows_only(c)) << g::config_name(c);
+    EXPECT_TRUE(g::heuristic::timed_only(c)) << g::config_name(c);
     EXPECT_EQ(g::config_info(c).cluster_m * g::config_info(c).cluster_n, 4);
   }
   for (int64_t m : {1, 17, 63, 64, 700, 4095, 4096, 9000, 16384})
@@ -349,7 +368,8 @@ TEST(GemmHeuristic, TwoByTwoClustersOnlyWhereTheMidRowsModelChooses) {
         const g::GemmConfig fused_pick = g::choose_config(s, DType::bf16, 132, g::kPlainConfigMask).config;
         for (g::GemmConfig c : twos) {
           EXPECT_NE(fused_pick, c) << m << "x" << n << "x" << k;
-          if (m < g::heuristic::kTimedMinRows || m > g::heuristic::kTimedMaxRows)
+          const auto model = g::heuristic::plain_time_model(m, n);
+          if (!model || !g::heuristic::config_time(*model, c))
             EXPECT_NE(plain_pick, c) << m << "x" << n << "x" << k;
         }
       }
@@ -388,8 +408,8 @@ TEST(GemmHeuristic, CachedPlainPlansAreTheRulesPlans) {
 }
 
 // What tuning times: the rule's ranking. Its first plan is choose_config's, every allowed config
-// that fits the budget appears once at its own division and tile order, and in the mid-rows
-// band (plain use) the predicted times never fall along the list.
+// that fits the budget appears once at its own division and tile order, and from 64 rows (plain
+// use) the predicted times never fall along the list.
 TEST(GemmHeuristic, RankedPlansStartWithTheRulesPickAndHoldEachConfigOnce) {
   for (int64_t m : {1, 17, 63, 64, 300, 2500, 4095, 4096, 9000})
     for (int64_t n : {256, 4096, 28672})
@@ -419,8 +439,9 @@ TEST(GemmHeuristic, RankedPlansStartWithTheRulesPickAndHoldEachConfigOnce) {
                 EXPECT_EQ(p.splits, alone.splits) << where << " " << g::config_name(p.config);
                 EXPECT_EQ(p.raster, alone.raster) << where << " " << g::config_name(p.config);
               }
-              const bool timed = use == g::PlanUse::plain && m >= g::heuristic::kTimedMinRows &&
-                                 m <= g::heuristic::kTimedMaxRows;
+              const auto model = g::heuristic::plain_time_model(m, n);
+              const bool timed =
+                  use == g::PlanUse::plain && model && *model != g::heuristic::TimeModel::few_rows;
               if (timed && mask == g::kPlainConfigMask) {
                 EXPECT_GE(ranked.size(), 10u) << where;
                 for (size_t i = 1; i < ranked.size(); ++i) {
@@ -457,6 +478,20 @@ TEST(GemmTuning, TheSwitchAndItsEnvironmentVariable) {
   g::set_plain_gemm_tuning(before);
   g::clear_tuned_plans();
   EXPECT_EQ(g::tuned_plan_count(), 0u);
+}
+
+// The plain GEMM's model by shape: few rows below 64, mid rows to 4095, many rows above where N is
+// within the many-rows fit's data, else the score alone.
+TEST(GemmTimeModels, ModelByShape) {
+  namespace h = g::heuristic;
+  EXPECT_EQ(h::plain_time_model(1, 32768), h::TimeModel::few_rows);
+  EXPECT_EQ(h::plain_time_model(63, 256), h::TimeModel::few_rows);
+  EXPECT_EQ(h::plain_time_model(64, 32768), h::TimeModel::mid_rows);
+  EXPECT_EQ(h::plain_time_model(4095, 256), h::TimeModel::mid_rows);
+  EXPECT_EQ(h::plain_time_model(4096, 2048), h::TimeModel::many_rows);
+  EXPECT_EQ(h::plain_time_model(int64_t(1) << 40, 256), h::TimeModel::many_rows);
+  EXPECT_FALSE(h::plain_time_model(4096, 2056).has_value());
+  EXPECT_FALSE(h::plain_time_model(16384, 32768).has_value());
 }
 
 // The time models' terms, worked out by hand (the fitting tool and the rule both read them).
@@ -504,6 +539,15 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   t = h::time_terms(h::TimeModel::mid_rows, g::packed({2048, 8192, 4096}), streamed, 132);
   EXPECT_DOUBLE_EQ(t.work, 8.0 * 32 * 64 / 66);
   EXPECT_EQ(t.fixups, 1.0);
+  // From 4096 rows the same terms, with the many-rows model's constants.
+  const g::GemmShape many = g::packed({9000, 8192, 4096});
+  const auto cm = h::config_time(h::TimeModel::many_rows, whole.config);
+  ASSERT_TRUE(cm.has_value());
+  EXPECT_DOUBLE_EQ(h::predicted_us(h::time_terms(h::TimeModel::many_rows, many, whole, 132), *cm,
+                                   h::shared_times(h::TimeModel::many_rows)),
+                   h::plain_time_us(many, whole, 132));
+  EXPECT_DOUBLE_EQ(h::time_terms(h::TimeModel::many_rows, many, whole, 132).work,
+                   h::time_terms(h::TimeModel::mid_rows, many, whole, 132).work);
   // The models hold constants for their own configs only.
   EXPECT_FALSE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::coop_128x256_c2x1).has_value());
   EXPECT_TRUE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::ppba_64x16_c4x1).has_value());

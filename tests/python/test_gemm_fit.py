@@ -58,7 +58,7 @@ def test_fit_recovers_per_config_and_shared_constants(tmp_path):
                 row.update(zip(fgt.SHARED, (0.0, 1.0, 1.0, 1.0)))  # held values, deliberately wrong
                 w.writerow([row[k] for k in cols])
 
-    rows = fgt.read_rows([str(path)], None, {"alone"})
+    rows, _ = fgt.read_rows([str(path)], None, {"alone"})
     held = fgt.fit(rows, sorted(truth), fit_shared=False, min_rows=4)
     assert held.shared == (0.0, 1.0, 1.0, 1.0)
     free = fgt.fit(rows, sorted(truth), fit_shared=True, min_rows=4)
@@ -130,7 +130,7 @@ def test_tool_terms_fit_back_to_the_times_they_made(tool, tmp_path):
         timed.append(row[:8] + [us / 1000, 1, cms, 1, 1.0, row[13]])
     path = tmp_path / "terms.csv"
     path.write_text(run_tool(tool, bench_csv(timed), "--sms", "132"))
-    rows = fgt.read_rows([str(path)], "mid_rows", {"alone"})
+    rows, _ = fgt.read_rows([str(path)], "mid_rows", {"alone"})
     got = fgt.fit(rows, sorted(truth), fit_shared=False, min_rows=4)
     for c, (launch, step) in truth.items():
         assert got.per_config[c][0] == pytest.approx(launch, rel=0.15), c
@@ -146,7 +146,30 @@ def test_tool_refuses_what_it_cannot_read(tool):
     row = ["alone", "random", 100, 1024, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "no_such_config/along_n/sw1"]
     bad = subprocess.run([tool], input=bench_csv([row]), capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown config" in bad.stderr
-    # Rows outside both models' rows are left out under the rule's choice, kept when one is named.
-    row = ["alone", "random", 5000, 1024, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "pp_128x128_c2x1/along_n/sw1"]
-    assert run_tool(tool, bench_csv([row])).count("\n") == 1
-    assert run_tool(tool, bench_csv([row]), "--model", "mid_rows").count("\n") == 2
+    bad = subprocess.run([tool, "--model", "all_rows"], input=bench_csv([]), capture_output=True, text=True)
+    assert bad.returncode == 2 and "--model must be" in bad.stderr
+
+
+def test_tool_applies_the_rules_model_by_shape(tool):
+    """Under the rule's choice each row gets the model of its shape; a named model applies to every row."""
+    rows = [["alone", "random", m, n, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "pp_128x128_c2x1/along_n/sw1"]
+            for m, n in ((63, 1024), (64, 1024), (4095, 8192), (4096, 1024), (16000, 2048), (5000, 2056))]
+    by_rule = list(csv.DictReader(io.StringIO(run_tool(tool, bench_csv(rows)))))
+    # 5000 x 2056: beyond the many-rows model's N the rule chooses by score alone; the row is left out.
+    assert [t["model"] for t in by_rule] == ["few_rows", "mid_rows", "mid_rows", "many_rows", "many_rows"]
+    named = list(csv.DictReader(io.StringIO(run_tool(tool, bench_csv(rows), "--model", "mid_rows"))))
+    assert [t["model"] for t in named] == ["mid_rows"] * 6
+    # mid_rows and many_rows share their terms; only the constants differ.
+    many = list(csv.DictReader(io.StringIO(run_tool(tool, bench_csv(rows), "--model", "many_rows"))))
+    assert [t["work"] for t in many] == [t["work"] for t in named]
+
+
+def test_the_rules_measured_pick_is_its_heuristic_rows_plan():
+    """The rule's pick is judged by the measured row of its plan; a plan not measured is left out."""
+    def mk(shape, plan, ratio):
+        return fgt.Row(shape, plan.split("/")[0], plan, "many_rows", 10.0, ratio, 1.0, (0, 0, 0, 0), (0, 0, 0, 0),
+                       None, None)
+    a, b = (5000, 512, 4096), (6000, 512, 4096)
+    shapes = {a: [mk(a, "x/along_n/sw1", 0.8), mk(a, "y/along_m/sw1", 1.1)], b: [mk(b, "x/along_n/sw1", 0.9)]}
+    assert fgt.judge_rule(shapes, {a: "y/along_m/sw1"}) == [1.1]
+    assert fgt.judge_rule(shapes, {b: "z/along_n/sw1"}) == []

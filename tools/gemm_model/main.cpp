@@ -1,14 +1,15 @@
 // tilelink-gemm-model: the plain GEMM's time models applied to measured rows, for fitting them.
 //
 //   tilelink-bench gemm --alone --csv times.csv ...          (on the GPU)
-//   tilelink-gemm-model [--model rule|mid_rows|few_rows] [--sms 132] < times.csv > terms.csv
+//   tilelink-gemm-model [--model rule|few_rows|mid_rows|many_rows] [--sms 132] < times.csv > terms.csv
 //   scripts/fit_gemm_times.py terms.csv                       (fits, checks out of sample)
 //
 // Reads the bench's CSV (header mode,group,M,N,K,config,...,ms,...,cublas_ms,...,plan) and writes
 // each row back with the model's terms for its plan and its shared constants (the model's form:
 // src/gemm/heuristic/time_models.hpp) and, where the model has constants for the config, those
-// and the predicted time. `rule` (the default) applies
-// the model the plain GEMM uses at the row's M and skips rows outside both. Host only: no GPU.
+// and the predicted time. `rule` (the default) applies the model the plain GEMM uses on the row's
+// shape and leaves out rows it chooses by score alone. mid_rows and many_rows have the same terms
+// (their constants differ). Host only: no GPU.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +42,15 @@ g::GemmPlan parse_plan(const std::string& text) {
   return plan;
 }
 
-const char* model_name(h::TimeModel m) { return m == h::TimeModel::mid_rows ? "mid_rows" : "few_rows"; }
+constexpr const char* kModelNames[] = {"few_rows", "mid_rows", "many_rows"};
+static_assert(int(h::TimeModel::few_rows) == 0 && int(h::TimeModel::mid_rows) == 1 &&
+              int(h::TimeModel::many_rows) == 2);
+
+std::optional<h::TimeModel> model_named(const std::string& name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == kModelNames[i]) return h::TimeModel(i);
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -56,11 +65,13 @@ int main(int argc, char** argv) {
       sms = std::atoi(argv[++i]);
     } else {
       std::fprintf(a == "--help" ? stdout : stderr,
-                   "usage: tilelink-gemm-model [--model rule|mid_rows|few_rows] [--sms N] < bench.csv > terms.csv\n");
+                   "usage: tilelink-gemm-model [--model rule|few_rows|mid_rows|many_rows] [--sms N] < bench.csv > "
+                   "terms.csv\n");
       return a == "--help" ? 0 : 2;
     }
   }
-  if (which != "rule" && which != "mid_rows" && which != "few_rows") die("--model must be rule, mid_rows or few_rows");
+  const std::optional<h::TimeModel> named = model_named(which);
+  if (which != "rule" && !named) die("--model must be rule, few_rows, mid_rows or many_rows");
   if (sms < 1) die("--sms must be >= 1");
 
   std::string line;
@@ -83,18 +94,15 @@ int main(int argc, char** argv) {
       if (!g::detail::whole_integer(f[col[std::string(1, "MNK"[i])]], 1, (int64_t(1) << 31) - 1, &dims[i]))
         die(std::string("row whose ") + "MNK"[i] + " is not an integer in 1..2^31-1: " + line);
     const g::GemmShape s = g::packed({dims[0], dims[1], dims[2]});
-    std::optional<h::TimeModel> model;
-    if (which == "mid_rows") model = h::TimeModel::mid_rows;
-    if (which == "few_rows") model = h::TimeModel::few_rows;
-    if (which == "rule" && s.M < h::kTimedMinRows) model = h::TimeModel::few_rows;
-    if (which == "rule" && s.M >= h::kTimedMinRows && s.M <= h::kTimedMaxRows) model = h::TimeModel::mid_rows;
-    if (!model) continue;
+    const std::optional<h::TimeModel> by_rule = h::plain_time_model(s.M, s.N);
+    if (!named && !by_rule) continue;
+    const h::TimeModel model = named ? *named : *by_rule;
     const g::GemmPlan plan = parse_plan(f[col["plan"]]);
-    const h::TimeTerms t = h::time_terms(*model, s, plan, sms);
-    const h::SharedTimes sh = h::shared_times(*model);
-    std::printf("%s,%s,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), model_name(*model), t.work, t.streamed_us,
+    const h::TimeTerms t = h::time_terms(model, s, plan, sms);
+    const h::SharedTimes sh = h::shared_times(model);
+    std::printf("%s,%s,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), kModelNames[int(model)], t.work, t.streamed_us,
                 t.passes, t.partial_us, t.fixups, sh.stream_weight, sh.pass_us, sh.partial_weight, sh.fixup_us);
-    if (const auto c = h::config_time(*model, plan.config))
+    if (const auto c = h::config_time(model, plan.config))
       std::printf(",%g,%g,%.9g\n", c->launch_us, c->k_step_us, h::predicted_us(t, *c, sh));
     else
       std::printf(",,,\n");

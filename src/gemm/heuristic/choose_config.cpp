@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "plain_plan.hpp"
@@ -23,10 +24,9 @@ using heuristic::few_rows_only;
 using heuristic::few_rows_plans;
 using heuristic::KernelDims;
 using heuristic::kernel_dims;
-using heuristic::kTimedMaxRows;
 using heuristic::kTimedMinRows;
-using heuristic::mid_rows_only;
 using heuristic::plain_time_us;
+using heuristic::timed_only;
 
 namespace {
 
@@ -66,11 +66,11 @@ GemmPlan with_order(const GemmShape& s, GemmPlan plan, PlanUse use) {
 }
 
 // The allowed configs at their score's division, in the order the rule prefers them: by
-// predicted time where the shape is in the mid-rows model's band (configs without a fitted time
-// after those with one), else by score. The mid-rows model's own configs (no score prior) take
-// part outside its band only `with_mid_rows_only`.
+// predicted time where `timed` (configs without a fitted time at the shape's rows after those with
+// one), else by score. The time models' own configs (no score prior) take part where their time
+// is not predicted only `with_timed_only`.
 std::vector<GemmPlan> by_model_or_score(const GemmShape& s, int sms, uint64_t allowed, bool timed,
-                                        bool with_mid_rows_only) {
+                                        bool with_timed_only) {
   std::vector<heuristic::TimedPlan> by_time;
   std::vector<Candidate> by_score;
   for (int i = 0; i < kNumGemmConfigs; ++i) {
@@ -78,7 +78,6 @@ std::vector<GemmPlan> by_model_or_score(const GemmShape& s, int sms, uint64_t al
     const GemmConfigInfo& c = kGemmConfigInfo[i];
     if (!(allowed & config_bit(cfg))) continue;
     if (c.cluster_m * c.cluster_n > sms || few_rows_only(cfg)) continue;
-    if (mid_rows_only(cfg) && !timed && !with_mid_rows_only) continue;
     const Candidate cand = best_division(s, cfg, sms);
     // Timed: every config at its score's division, even one the score rules out (a wide swapped
     // tile over more columns of M than the score is fitted for: the time model was fitted on
@@ -86,7 +85,7 @@ std::vector<GemmPlan> by_model_or_score(const GemmShape& s, int sms, uint64_t al
     const double us = timed ? plain_time_us(s, cand.plan, sms) : -1.0;
     if (us > 0.0) {
       by_time.push_back({cand.plan, us});
-    } else {
+    } else if (!timed_only(cfg) || with_timed_only) {
       by_score.push_back(cand);
     }
   }
@@ -115,7 +114,8 @@ std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64
   std::vector<GemmPlan> plans;
   // Below 64 rows the plain GEMM takes the few-rows model's plans when one of its configs is allowed.
   if (use == PlanUse::plain && s.M < kTimedMinRows) plans = plans_of(few_rows_plans(s, allowed, sms));
-  const bool timed = use == PlanUse::plain && s.M >= kTimedMinRows && s.M <= kTimedMaxRows;
+  const std::optional<heuristic::TimeModel> model = heuristic::plain_time_model(s.M, s.N);
+  const bool timed = use == PlanUse::plain && model && *model != heuristic::TimeModel::few_rows;
   if (plans.empty()) plans = by_model_or_score(s, sms, allowed, timed, false);
   if (plans.empty()) plans = by_model_or_score(s, sms, allowed, timed, true);
   // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).

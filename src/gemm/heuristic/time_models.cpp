@@ -1,5 +1,6 @@
-// The plain GEMM's predicted times: at 64-4095 rows per config (its division from the score), and
-// below 64 rows for every division of the narrow swapped tiles.
+// The plain GEMM's predicted times: from 64 rows per config (its division from the score; one set of
+// constants to 4095 rows, another above, where N is narrow), and below 64 rows for every division
+// of the narrow swapped tiles.
 #include "time_models.hpp"
 
 #include <cmath>
@@ -50,6 +51,32 @@ constexpr ConfigTime kMidRowsTimes[] = {
 // No streamed-bytes term; the summing pass or the chained fixups; x the partial sums' bytes
 // (written, read) at 4 TB/s; the stream-K fixup.
 constexpr SharedTimes kMidRowsShared{0.0, 4.90, 0.754, 12.5};
+
+// ---- plain GEMMs of 4096 rows and more: the mid-rows form, its own constants --------------------
+// From 4096 rows the grid-fill score (scores.cpp) alone chose, and lost most where N is narrow:
+// on 24 random shapes of M 4096-16384, N 256-2048 (every config as the rule runs it alone,
+// `tilelink-bench gemm --alone`, one H100; docs/PERF.md, "a time model from 4096 rows") its
+// picks ran 0.924x cuBLASLt where the best config of each shape ran 0.998x: it preferred the
+// 128x128 tile in a 2x1 cluster, whose K step over full waves costs more than at fewer rows, and
+// never took a 2x2 cluster, the fastest on 10 of the 24. The mid-rows form fitted on those rows
+// alone (shared constants held at the mid-rows model's): out of sample (fitted on half the shapes,
+// judged on the other half, five halvings under each of three seeds) its picks ran 0.969-0.979x.
+// It chooses where N is within that data (kManyRowsMaxCols); wider N keeps the score.
+constexpr ConfigTime kManyRowsTimes[] = {
+    {GemmConfig::coop_128x256_c2x1, 7.45, 0.7636}, {GemmConfig::coop_128x256_c1x1, 6.06, 0.967},
+    {GemmConfig::pp_128x192_c2x1, 4.78, 0.6099},   {GemmConfig::pp_128x128_c2x1, 4.26, 0.5035},
+    {GemmConfig::pp_128x128_c1x2, 4.26, 0.5151},   {GemmConfig::pp_64x128_c2x1, 2.58, 0.3602},
+    {GemmConfig::sk_128x256_c2x1, 7.25, 0.7715},   {GemmConfig::sk_128x128_c1x1, 3.69, 0.6813},
+    {GemmConfig::skba_128x64_c1x1, 2.23, 0.5169},  {GemmConfig::ppba_64x16_c1x1, 3.08, 0.214},
+    {GemmConfig::ppba_64x32_c1x1, 1.16, 0.2566},   {GemmConfig::ppba_128x96_c1x1, 2.33, 0.5848},
+    {GemmConfig::ppba_192x96_c1x1, 2.58, 0.7326},  {GemmConfig::cpba_128x192_c1x1, 4.02, 0.8376},
+    {GemmConfig::cpba_256x160_c1x1, 4.64, 1.342},  {GemmConfig::ppba_128x96_c1x2, 3.42, 0.4245},
+    {GemmConfig::cpba_128x192_c2x1, 5.71, 0.6273}, {GemmConfig::pp_64x128_c2x2, 4.51, 0.3008},
+    {GemmConfig::pp_128x128_c2x2, 5.17, 0.3844},   {GemmConfig::ppba_128x96_c2x2, 5.07, 0.3368},
+    {GemmConfig::pp_128x192_c2x2, 4.62, 0.5407},   {GemmConfig::coop_128x256_c2x2, 5.39, 0.7409},
+};
+// The mid-rows model's, held in the fit: 13 of its 600 rows split K or ran stream-K, too few to refit them.
+constexpr SharedTimes kManyRowsShared{0.0, 4.90, 0.754, 12.5};
 
 // ---- plain GEMMs of fewer than 64 rows: predicted time of every division ----------------------
 // Bound by streaming B (N x K) through narrow swapped tiles. The scores (scores.cpp) choose the
@@ -132,28 +159,46 @@ TimeTerms few_rows_terms(const GemmShape& s, const GemmPlan& plan, int sms) {
   return t;
 }
 
+const ConfigTime* find_time(TimeModel model, GemmConfig cfg) {
+  switch (model) {
+    case TimeModel::few_rows: return find_time(kFewRowsTimes, cfg);
+    case TimeModel::mid_rows: return find_time(kMidRowsTimes, cfg);
+    case TimeModel::many_rows: return find_time(kManyRowsTimes, cfg);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg) {
-  const ConfigTime* t = model == TimeModel::mid_rows ? find_time(kMidRowsTimes, cfg) : find_time(kFewRowsTimes, cfg);
+  const ConfigTime* t = find_time(model, cfg);
   return t ? std::optional<ConfigTime>(*t) : std::nullopt;
 }
 
-SharedTimes shared_times(TimeModel model) { return model == TimeModel::mid_rows ? kMidRowsShared : kFewRowsShared; }
+SharedTimes shared_times(TimeModel model) {
+  switch (model) {
+    case TimeModel::few_rows: return kFewRowsShared;
+    case TimeModel::mid_rows: return kMidRowsShared;
+    case TimeModel::many_rows: return kManyRowsShared;
+  }
+  return kMidRowsShared;
+}
 
 TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, int sms) {
-  return model == TimeModel::mid_rows ? mid_rows_terms(s, plan, sms) : few_rows_terms(s, plan, sms);
+  return model == TimeModel::few_rows ? few_rows_terms(s, plan, sms) : mid_rows_terms(s, plan, sms);
 }
 
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
-  const ConfigTime* fit = find_time(kMidRowsTimes, plan.config);
-  return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, kMidRowsShared) : -1.0;
+  const TimeModel model = s.M >= kManyRowsMin ? TimeModel::many_rows : TimeModel::mid_rows;
+  const ConfigTime* fit = find_time(model, plan.config);
+  return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model)) : -1.0;
 }
 
 bool few_rows_only(GemmConfig cfg) { return find_time(kFewRowsTimes, cfg) != nullptr && !has_fitted_prior(cfg); }
 
-bool mid_rows_only(GemmConfig cfg) {
-  return find_time(kMidRowsTimes, cfg) != nullptr && !has_fitted_prior(cfg) && find_time(kFewRowsTimes, cfg) == nullptr;
+bool timed_only(GemmConfig cfg) {
+  const bool timed = find_time(kMidRowsTimes, cfg) != nullptr || find_time(kManyRowsTimes, cfg) != nullptr;
+  return timed && !has_fitted_prior(cfg) && find_time(kFewRowsTimes, cfg) == nullptr;
 }
 
 std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int sms) {

@@ -1,4 +1,4 @@
-// The plain GEMM's predicted times (private to the engine and its tools). Two models of one form:
+// The plain GEMM's predicted times (private to the engine and its tools). Three models of one form:
 //     t = launch_us + k_step_us x work                      (per config)
 //         + stream_weight x streamed_us + pass_us x passes
 //         + partial_weight x partial_us + fixup_us x fixups  (per model)
@@ -20,13 +20,26 @@
 namespace tilelink::gemm::heuristic {
 
 enum class TimeModel : uint8_t {
-  mid_rows,  // kTimedMinRows-kTimedMaxRows rows: every plain config at the division its score picks
-  few_rows,  // fewer than kTimedMinRows: every division of the narrow swapped tiles
+  few_rows,   // fewer than kTimedMinRows: every division of the narrow swapped tiles
+  mid_rows,   // kTimedMinRows to kManyRowsMin - 1: every plain config at the division its score picks
+  many_rows,  // kManyRowsMin and more: as mid_rows, with constants fitted on those rows alone
 };
 
-// The rows where the plain GEMM compares configs by the mid_rows model.
+// The plain GEMM compares configs by predicted time from kTimedMinRows rows; from kManyRowsMin
+// rows, where grids run several full waves and a tile's speed differs from its speed in one short
+// wave, with the many_rows constants, which were fitted on N up to kManyRowsMaxCols only: wider
+// shapes of that many rows keep the grid-fill score.
 constexpr int64_t kTimedMinRows = 64;
-constexpr int64_t kTimedMaxRows = 4095;
+constexpr int64_t kManyRowsMin = 4096;
+constexpr int64_t kManyRowsMaxCols = 2048;
+
+// The model the plain GEMM chooses by on a rows x cols output (nullopt: the score alone).
+constexpr std::optional<TimeModel> plain_time_model(int64_t rows, int64_t cols) {
+  if (rows < kTimedMinRows) return TimeModel::few_rows;
+  if (rows < kManyRowsMin) return TimeModel::mid_rows;
+  if (cols <= kManyRowsMaxCols) return TimeModel::many_rows;
+  return std::nullopt;
+}
 
 struct TimeTerms {
   double work = 0, streamed_us = 0, passes = 0, partial_us = 0, fixups = 0;
@@ -51,7 +64,8 @@ inline double predicted_us(const TimeTerms& t, const ConfigTime& c, const Shared
          sh.partial_weight * t.partial_us + sh.fixup_us * t.fixups;
 }
 
-// Predicted microseconds of `plan` under the mid_rows model; < 0 for a config without a fitted time.
+// Predicted microseconds of `plan` at its score's division: with the many_rows constants from
+// kManyRowsMin rows, else the mid_rows ones; < 0 for a config without constants there.
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms);
 
 // A plan with its predicted time.
@@ -71,8 +85,9 @@ std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int 
 
 // Configs the few-rows model alone chooses: its own, less those the score has a fitted prior for.
 bool few_rows_only(GemmConfig cfg);
-// Configs the mid-rows model alone chooses (kTimedMinRows-kTimedMaxRows rows): its own, less
-// those the score has a fitted prior for and the few-rows model's.
-bool mid_rows_only(GemmConfig cfg);
+// Configs only a time model chooses from kTimedMinRows rows up (where it has their constants):
+// the mid- and many-rows models' own, less those the score has a fitted prior for and the
+// few-rows model's.
+bool timed_only(GemmConfig cfg);
 
 }  // namespace tilelink::gemm::heuristic
