@@ -480,6 +480,23 @@ TEST(GemmTuning, TheSwitchAndItsEnvironmentVariable) {
   EXPECT_EQ(g::tuned_plan_count(), 0u);
 }
 
+// Plans are equal when they run the same kernel the same way: every field counts.
+TEST(GemmPlan, EqualWhereConfigOrderAndDivisionAgree) {
+  const g::GemmPlan p{g::GemmConfig::sk_128x256_c2x1, g::Raster::along_m, 1, g::Decomposition::split_k, 2};
+  g::GemmPlan q = p;
+  EXPECT_TRUE(p == q);
+  q.splits = 3;
+  EXPECT_FALSE(p == q);
+  q = p, q.raster = g::Raster::along_n;
+  EXPECT_FALSE(p == q);
+  q = p, q.swizzle = 2;
+  EXPECT_FALSE(p == q);
+  q = p, q.decomposition = g::Decomposition::stream_k;
+  EXPECT_FALSE(p == q);
+  q = p, q.config = g::GemmConfig::sk_128x128_c1x1;
+  EXPECT_FALSE(p == q);
+}
+
 // The plain GEMM's model by shape: few rows below 64, mid rows to 4095, many rows above where N is
 // within the many-rows fit's data, else the score alone.
 TEST(GemmTimeModels, ModelByShape) {
@@ -690,7 +707,7 @@ TEST(GemmTuning, TuningPlansAreTheRulesFirstAndTheirConfigsOtherDivisions) {
             ASSERT_GE(plans.size(), firsts) << where;
             uint64_t first_configs = 0;
             for (size_t i = 0; i < firsts; ++i) {
-              EXPECT_TRUE(g::same_plan(plans[i], ranked[i])) << where << " at " << i;
+              EXPECT_TRUE(plans[i] == ranked[i]) << where << " at " << i;
               first_configs |= g::config_bit(ranked[i].config);
             }
             tuning.divisions = false;
@@ -701,7 +718,7 @@ TEST(GemmTuning, TuningPlansAreTheRulesFirstAndTheirConfigsOtherDivisions) {
               const g::GemmConfigInfo& c = g::config_info(p.config);
               EXPECT_TRUE(first_configs & g::config_bit(p.config)) << where << ": " << g::plan_text(p);
               for (size_t j = 0; j < i; ++j)
-                EXPECT_FALSE(g::same_plan(plans[j], p)) << where << ": " << g::plan_text(p);
+                EXPECT_FALSE(plans[j] == p) << where << ": " << g::plan_text(p);
               if (i < firsts) continue;
               switch (p.decomposition) {
                 case g::Decomposition::data_parallel: EXPECT_EQ(p.splits, 1) << where; break;

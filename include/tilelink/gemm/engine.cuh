@@ -159,9 +159,6 @@ struct DeviceOnce {
   std::atomic<int> max_active_clusters[kMaxDevices] = {};
 };
 
-int current_device_or_throw(const char* who);
-int device_sm_count(int device);
-
 template <class Element, class Hooks, GemmConfig C, class Out = Element>
 DeviceOnce& device_once() {
   static DeviceOnce once;

@@ -108,6 +108,9 @@ struct GemmPlan {
   int swizzle = 1;
   Decomposition decomposition = Decomposition::data_parallel;
   int splits = 1;  // split_k, split_k_reduce: slices of K per output tile (2..kMaxSplits)
+
+  // The same kernel run the same way (config, tile order, division).
+  friend constexpr bool operator==(const GemmPlan&, const GemmPlan&) = default;
 };
 inline constexpr int kMaxSplits = 32;
 
@@ -198,6 +201,8 @@ void prepare_kernels();
 namespace detail {
 // The device's SM count, queried once per device (any kernel sizing a persistent grid uses it).
 int device_sm_count(int device);
+// The current device, or tilelink::Error naming `who` (the plain GEMM and every launch use it).
+int current_device_or_throw(const char* who);
 
 using KernelSetup = void (*)(int device);
 // Adds a kernel's setup to the list prepare_kernels runs (TILELINK_GEMM_INSTANTIATE does this).

@@ -31,12 +31,6 @@ namespace tilelink::gemm {
 std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64_t allowed = kLibConfigMask,
                                    PlanUse use = PlanUse::fused_op);
 
-// Whether two plans run the same kernel the same way (config, division, tile order).
-inline bool same_plan(const GemmPlan& a, const GemmPlan& b) {
-  return a.config == b.config && a.raster == b.raster && a.swizzle == b.swizzle &&
-         a.decomposition == b.decomposition && a.splits == b.splits;
-}
-
 struct GemmTuning {
   int candidates = 5;     // the rule's first configs timed (its pick among them)
   int samples = 7;        // timed blocks of launches per plan, interleaved; the median decides

@@ -169,8 +169,7 @@ std::vector<GemmPlan> tuning_plans(const GemmShape& shape, int sm_budget, const 
   const size_t firsts = plans.size();
   for (size_t i = 0; i < firsts; ++i)
     for (const GemmPlan& p : other_divisions(s, plans[i]))
-      if (std::none_of(plans.begin(), plans.end(), [&](const GemmPlan& q) { return same_plan(p, q); }))
-        plans.push_back(p);
+      if (std::find(plans.begin(), plans.end(), p) == plans.end()) plans.push_back(p);
   return plans;
 }
 

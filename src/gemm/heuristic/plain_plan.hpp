@@ -12,7 +12,4 @@ namespace tilelink::gemm::detail {
 // each thread keeps the plans of its last few shapes; a plan depends on nothing else.
 GemmPlan plain_plan(const GemmShape& shape, DType dtype, int sm_budget);
 
-// The current device, or tilelink::Error naming `who` (gemm.cpp; the engine's launches use it too).
-int current_device_or_throw(const char* who);
-
 }  // namespace tilelink::gemm::detail

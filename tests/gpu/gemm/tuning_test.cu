@@ -56,7 +56,7 @@ TEST(GemmTuning, TimesTheRulesFirstPlansAndKeepsOneOfThem) {
     ASSERT_GE(r.best, 0);
     ASSERT_LT(size_t(r.best), r.plans.size());
     for (size_t i = 0; i < r.plans.size(); ++i) {
-      EXPECT_TRUE(same_plan(r.plans[i], ranked[i])) << where << " plan " << i;
+      EXPECT_TRUE(r.plans[i] == ranked[i]) << where << " plan " << i;
       EXPECT_GT(r.us[i], 0.0) << where;
       // The kept plan is the fastest, or within the 1% the rule's order is given.
       EXPECT_LE(r.us[size_t(r.best)], r.us[i] * 1.0101) << where << " plan " << i;
@@ -186,7 +186,7 @@ TEST(GemmTuning, TunedPlansFileIsReadAppendedAndCheckedAgainstTheRule) {
   EXPECT_EQ(line.shape.ldd, 2056);
   EXPECT_GT(line.us, 0.0);
   const GemmPlan kept = detail::plain_call_plan(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, 0, nullptr);
-  EXPECT_TRUE(same_plan(kept, line.plan));
+  EXPECT_TRUE(kept == line.plan);
 
   // A cleared table reads the file again: the shape is not tuned a second time.
   clear_tuned_plans();
@@ -203,7 +203,7 @@ TEST(GemmTuning, TunedPlansFileIsReadAppendedAndCheckedAgainstTheRule) {
   EXPECT_EQ(save_tuned_plans(saved), 1u);
   clear_tuned_plans();
   EXPECT_EQ(load_tuned_plans(saved), 1u);
-  EXPECT_TRUE(same_plan(detail::plain_call_plan(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, 0, nullptr), kept));
+  EXPECT_TRUE(detail::plain_call_plan(DType::bf16, p.A.ptr, p.B.ptr, p.D.ptr, p.s, 0, nullptr) == kept);
 
   // Which lines are taken: this GPU model's, with a plan the rule ranks for the shape.
   clear_tuned_plans();
@@ -226,7 +226,7 @@ TEST(GemmTuning, TunedPlansFileIsReadAppendedAndCheckedAgainstTheRule) {
         << text(gpu, plan_text(ranked[0])) << "\n";  // the same shape again: the first line stays
   }
   EXPECT_EQ(load_tuned_plans(file), 1u);
-  EXPECT_TRUE(same_plan(detail::plain_call_plan(DType::bf16, q.A.ptr, q.B.ptr, q.D.ptr, q.s, 0, nullptr), ranked[1]));
+  EXPECT_TRUE(detail::plain_call_plan(DType::bf16, q.A.ptr, q.B.ptr, q.D.ptr, q.s, 0, nullptr) == ranked[1]);
   q.poison();
   gemm(DType::bf16, q.A.ptr, q.B.ptr, q.D.ptr, q.s, nullptr, 0, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
