@@ -8,11 +8,13 @@
     scripts/fit_gemm_times.py terms.csv [more.csv ...] [--configs a,b] [--fit-shared] [--folds 5 --seed S]
 
 The model (src/gemm/heuristic/time_models.hpp) is linear in its constants:
-    t = launch_us + k_step_us x work + stream_weight x streamed_us + pass_us x passes
-        + partial_weight x partial_us + fixup_us x fixups
+    t = launch_us + k_step_us x work + wave_us x waves + stream_weight x streamed_us
+        + pass_us x passes + partial_weight x partial_us + fixup_us x fixups
 so they are fitted by least squares on relative error (each row weighted by 1 / measured time).
-By default only the per-config (launch_us, k_step_us) are fitted and the shared constants are held
-at the values the rows carry; --fit-shared fits those too, jointly with every config.
+By default only the per-config (launch_us, k_step_us) are fitted, wave_us and the shared constants
+held at the values the rows carry; --wave-term fits wave_us per config too, --fit-shared the shared
+constants, jointly with every config. Configs not fitted keep the library's constants and compete
+in the picks, unless --only-fitted (the library then holds constants for the fitted ones alone).
 
 The fit is judged as the rule uses it: on each shape, the config (at the division in the row) with
 the least predicted time is picked, and the pick's measured speed against cuBLASLt (the `ratio`
@@ -47,10 +49,12 @@ class Row:
     time_us: float  # measured
     ratio: float  # cuBLASLt time / this time
     work: float
+    waves: float
     terms: tuple  # SHARED_TERMS, in order
     shared: tuple  # the model's shared constants the row was written with
     launch_us: float | None  # the library's constants for the config, if it has them
     k_step_us: float | None
+    wave_us: float  # the library's, 0 where it has none
 
 
 def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row], dict]:
@@ -73,9 +77,9 @@ def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row
                 opt = lambda k: float(r[k]) if r[k] != "" else None
                 rows.append(Row(shape=(int(r["M"]), int(r["N"]), int(r["K"])), config=r["config"], plan=r["plan"],
                                 model=r["model"], time_us=ms * 1000.0, ratio=float(r["cublas_ms"]) / ms,
-                                work=float(r["work"]), terms=tuple(float(r[k]) for k in SHARED_TERMS),
+                                work=float(r["work"]), waves=float(r["waves"]), terms=tuple(float(r[k]) for k in SHARED_TERMS),
                                 shared=tuple(float(r[k]) for k in SHARED), launch_us=opt("launch_us"),
-                                k_step_us=opt("k_step_us")))
+                                k_step_us=opt("k_step_us"), wave_us=opt("wave_us") or 0.0))
     models = {r.model for r in rows}
     if len(models) > 1:
         sys.exit(f"rows of several models ({', '.join(sorted(models))}): choose one with --model")
@@ -84,45 +88,53 @@ def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row
 
 @dataclass
 class Fit:
-    per_config: dict  # config -> (launch_us, k_step_us)
+    per_config: dict  # config -> (launch_us, k_step_us, wave_us)
     shared: tuple  # SHARED, in order
 
     def predict(self, r: Row) -> float | None:
         c = self.per_config.get(r.config)
         if c is None:
             return None
-        return c[0] + c[1] * r.work + sum(w * t for w, t in zip(self.shared, r.terms))
+        return c[0] + c[1] * r.work + c[2] * r.waves + sum(w * t for w, t in zip(self.shared, r.terms))
 
 
-def fit(rows: list[Row], configs: list[str], fit_shared: bool, min_rows: int) -> Fit:
-    """Least squares on relative error; shared constants held at the rows' values unless fit_shared."""
+def fit(rows: list[Row], configs: list[str], fit_shared: bool, min_rows: int, wave_term: bool = False) -> Fit:
+    """Least squares on relative error; wave_us held at the library's unless wave_term, the shared
+    constants at the rows' values unless fit_shared."""
     held = rows[0].shared
     use = [c for c in configs if sum(r.config == c for r in rows) >= min_rows]
     # Shared terms that vary in the data can be fitted; the others stay held.
     free = [i for i in range(len(SHARED)) if fit_shared and any(r.terms[i] != 0 for r in rows)]
-    index = {c: 2 * i for i, c in enumerate(use)}
+    per = 3 if wave_term else 2
+    index = {c: per * i for i, c in enumerate(use)}
+    held_wave = {r.config: r.wave_us for r in rows}
     sel = [r for r in rows if r.config in index]
     if not sel:
         return Fit({}, held)
-    a = np.zeros((len(sel), 2 * len(use) + len(free)))
+    a = np.zeros((len(sel), per * len(use) + len(free)))
     b = np.zeros(len(sel))
     for n, r in enumerate(sel):
         w = 1.0 / r.time_us
         j = index[r.config]
         a[n, j], a[n, j + 1] = w, r.work * w
+        if wave_term:
+            a[n, j + 2] = r.waves * w
         for k, i in enumerate(free):
-            a[n, 2 * len(use) + k] = r.terms[i] * w
+            a[n, per * len(use) + k] = r.terms[i] * w
         fixed = sum(held[i] * r.terms[i] for i in range(len(SHARED)) if i not in free)
+        if not wave_term:
+            fixed += held_wave[r.config] * r.waves
         b[n] = (r.time_us - fixed) * w
     x, *_ = np.linalg.lstsq(a, b, rcond=None)
     shared = list(held)
     for k, i in enumerate(free):
-        shared[i] = float(x[2 * len(use) + k])
-    return Fit({c: (float(x[index[c]]), float(x[index[c] + 1])) for c in use}, tuple(shared))
+        shared[i] = float(x[per * len(use) + k])
+    wave = lambda c: float(x[index[c] + 2]) if wave_term else held_wave[c]  # noqa: E731
+    return Fit({c: (float(x[index[c]]), float(x[index[c] + 1]), wave(c)) for c in use}, tuple(shared))
 
 
 def library_fit(rows: list[Row]) -> Fit:
-    per = {r.config: (r.launch_us, r.k_step_us) for r in rows if r.launch_us is not None}
+    per = {r.config: (r.launch_us, r.k_step_us, r.wave_us) for r in rows if r.launch_us is not None}
     return Fit(per, rows[0].shared if rows else (0, 0, 0, 0))
 
 
@@ -175,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the bench's row kinds to use (default: alone,divisions: one row per config and division)")
     p.add_argument("--configs", help="fit these configs only (comma-separated); default: every config in the rows")
     p.add_argument("--fit-shared", action="store_true", help="fit the shared constants too")
+    p.add_argument("--wave-term", action="store_true", help="fit each config's wave_us too")
+    p.add_argument("--only-fitted", action="store_true",
+                   help="configs not fitted do not compete (default: they keep the library's constants)")
     p.add_argument("--min-rows", type=int, default=4, help="a config needs this many rows to be fitted")
     p.add_argument("--folds", type=int, default=5, help="random halvings of the shapes for the out-of-sample check")
     p.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="of the halvings (default: fresh, printed)")
@@ -192,10 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     # Configs not fitted (not asked for, or too few rows) keep the library's constants, if it has
     # them, so they still compete in the picks.
     lib = library_fit(rows)
-    keep = dict(lib.per_config)
+    keep = {} if args.only_fitted else dict(lib.per_config)
 
     def full_fit(train: list[Row]) -> Fit:
-        f = fit(train, configs, args.fit_shared, args.min_rows)
+        f = fit(train, configs, args.fit_shared, args.min_rows, args.wave_term)
         return Fit({**keep, **f.per_config}, f.shared)
 
     shapes = by_shape(rows)
@@ -244,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n// the fitted constants, as in src/gemm/heuristic/time_models.cpp")
     for c in configs:
         if c in final.per_config:
-            launch, step = final.per_config[c]
-            print(f"    {{GemmConfig::{c}, {launch:.3g}, {step:.4g}}},")
+            launch, step, wave = final.per_config[c]
+            tail = f", {wave:.3g}" if args.wave_term or wave else ""
+            print(f"    {{GemmConfig::{c}, {launch:.3g}, {step:.4g}{tail}}},")
     print("// shared: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(SHARED, final.shared)))
     return 0
 

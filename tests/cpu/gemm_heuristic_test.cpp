@@ -130,16 +130,6 @@ TEST(GemmHeuristic, TensToHundredsOfRowsTakeAWideSwappedTile) {
   const g::GemmPlan deep = plain(96, 5360, 12432);
   EXPECT_EQ(deep.config, g::GemmConfig::ppba_128x96_c1x1);
   EXPECT_EQ(deep.decomposition, g::Decomposition::split_k_reduce);
-  // Where the plain GEMM chooses by score (from 4096 rows, beyond the many-rows model's N), it
-  // takes a wide tile over four columns of M at most.
-  for (int64_t m : {4096, 6000, 8000, 16000})
-    for (int64_t n : {4096, 28672})
-      for (int64_t k : {512, 4096, 16384}) {
-        ASSERT_FALSE(g::heuristic::plain_time_model(m, n).has_value());
-        const auto& c = g::config_info(plain(m, n, k).config);
-        if (!wide_swapped(c)) continue;
-        EXPECT_LE((m + c.tile_n - 1) / c.tile_n, 4) << m << "x" << n << "x" << k << " " << c.name;
-      }
   // Thousands of rows keep the unswapped tiles.
   EXPECT_FALSE(wide_swapped(g::config_info(plain(2000, 8192, 8192).config)));
 }
@@ -219,13 +209,6 @@ TEST(GemmHeuristic, PlainGemmWalksTheShorterTileDimensionFirst) {
         EXPECT_EQ(p.raster, tiles_n > tiles_m ? g::Raster::along_m : g::Raster::along_n) << m << "x" << n << "x" << k;
         EXPECT_EQ(p.swizzle, 1) << m << "x" << n << "x" << k;
         (p.raster == g::Raster::along_m ? along_m : along_n) += 1;
-        // The same shape for a fused op: where the plain GEMM chooses by score too, the config and
-        // division do not depend on the use.
-        if (g::heuristic::plain_time_model(m, n)) continue;
-        const g::GemmPlan f = g::choose_config(g::packed({m, n, k}), DType::bf16, 132, g::kPlainConfigMask);
-        EXPECT_EQ(f.config, p.config);
-        EXPECT_EQ(f.decomposition, p.decomposition);
-        EXPECT_EQ(f.splits, p.splits);
       }
   EXPECT_GT(along_m, 10);
   EXPECT_GT(along_n, 10);
@@ -247,7 +230,6 @@ TEST(GemmHeuristic, FusedOpsKeepTheirCompiledSet) {
     }
   // Large, full-wave shapes keep the fitted data-parallel choice in the plain set too.
   EXPECT_EQ(plain(8192, 3584, 8192).config, g::GemmConfig::coop_128x256_c2x1);
-  EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
   // Decode-sized M keeps the 64x128 tile in the plain set too: its 2x2-cluster twin would hold
   // the 128 x 8192 output in 32 clusters of four, two waves of the 30 that fit.
   EXPECT_EQ(plain(128, 8192, 3584).config, g::GemmConfig::pp_64x128_c2x1);
@@ -299,22 +281,30 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
             g::GemmConfig::pp_128x128_c2x1);
 }
 
-// From 4096 rows, where N is narrow, the plain GEMM compares predicted times too (the many-rows
-// constants). Each shape was measured with every config as the rule runs it alone (one H100,
-// against cuBLASLt): the grid-fill score's pick, then the model's, the fastest config measured.
-TEST(GemmHeuristic, ManyRowsOfNarrowNChooseByPredictedTime) {
-  // 4606 x 720 x 1768: pp_128x128_c2x1 0.71x, the same tile in 2x2 clusters 0.96x.
+// From 4096 rows the plain GEMM compares predicted times too (the many-rows constants, with a
+// per-wave cost). Each shape was measured with every config as the rule runs it alone (one H100,
+// against cuBLASLt): the grid-fill score's pick, then the model's.
+TEST(GemmHeuristic, ManyRowsChooseByPredictedTime) {
+  // Narrow N. 4606 x 720 x 1768: pp_128x128_c2x1 0.71x, the same tile in 2x2 clusters 0.96x.
   EXPECT_EQ(plain(4606, 720, 1768).config, g::GemmConfig::pp_128x128_c2x2);
   // 5779 x 1744 x 1192: pp_128x128_c2x1 0.76x; 6583 x 296 x 4936: pp_128x192_c2x1 1.13x; the
   // 128x192 tile in 2x2 clusters 1.00x and 1.42x.
   EXPECT_EQ(plain(5779, 1744, 1192).config, g::GemmConfig::pp_128x192_c2x2);
   EXPECT_EQ(plain(6583, 296, 4936).config, g::GemmConfig::pp_128x192_c2x2);
-  // 15521 x 1600 x 3616: pp_128x128_c2x1 0.81x, the cooperative 128x256 tile 0.90x.
-  EXPECT_EQ(plain(15521, 1600, 3616).config, g::GemmConfig::coop_128x256_c2x1);
-  // Wider N keeps the score: the reference GEMM-RS shape 8192 x 4096 x 1376 stays on the
-  // 128x128 tile, and the fused ops choose as before.
-  EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
+  // 15521 x 1600 x 3616: pp_128x128_c2x1 0.81x, the 128x192 tile 0.89x.
+  EXPECT_EQ(plain(15521, 1600, 3616).config, g::GemmConfig::pp_128x192_c2x1);
+  // Wide N, deep K: the cooperative 128x256 tile, its epilogue paid once a wave over many K steps.
+  // 14111 x 9424 x 16728: pp_128x192_c2x1 0.69x -> 0.86x; 4701 x 29984 x 8360: 0.84x -> 0.98x.
+  EXPECT_EQ(plain(14111, 9424, 16728).config, g::GemmConfig::coop_128x256_c2x1);
+  EXPECT_EQ(plain(4701, 29984, 8360).config, g::GemmConfig::coop_128x256_c2x1);
+  // Wide N, short K: the ping-pong 128x192 tile, which hides its epilogue. The reference GEMM-RS
+  // shape 8192 x 4096 x 1376: pp_128x128_c2x1 0.92-0.95x, the 128x192 tile 1.04x (the
+  // cooperative 128x256 0.98x).
+  EXPECT_EQ(plain(8192, 4096, 1376).config, g::GemmConfig::pp_128x192_c2x1);
+  EXPECT_EQ(plain(11807, 3664, 736).config, g::GemmConfig::pp_128x192_c2x1);
+  // The fused ops choose as before.
   EXPECT_EQ(plan(4606, 720, 1768).config, g::GemmConfig::pp_128x128_c2x1);
+  EXPECT_EQ(plan(8192, 4096, 1376).config, g::GemmConfig::pp_128x128_c2x1);
 }
 
 // Below 64 rows the plain GEMM predicts every division of the narrow swapped tiles (whole, or
@@ -368,8 +358,7 @@ TEST(GemmHeuristic, TwoByTwoClustersOnlyWhereATimeModelChooses) {
         const g::GemmConfig fused_pick = g::choose_config(s, DType::bf16, 132, g::kPlainConfigMask).config;
         for (g::GemmConfig c : twos) {
           EXPECT_NE(fused_pick, c) << m << "x" << n << "x" << k;
-          const auto model = g::heuristic::plain_time_model(m, n);
-          if (!model || !g::heuristic::config_time(*model, c))
+          if (!g::heuristic::config_time(g::heuristic::plain_time_model(m), c))
             EXPECT_NE(plain_pick, c) << m << "x" << n << "x" << k;
         }
       }
@@ -439,9 +428,8 @@ TEST(GemmHeuristic, RankedPlansStartWithTheRulesPickAndHoldEachConfigOnce) {
                 EXPECT_EQ(p.splits, alone.splits) << where << " " << g::config_name(p.config);
                 EXPECT_EQ(p.raster, alone.raster) << where << " " << g::config_name(p.config);
               }
-              const auto model = g::heuristic::plain_time_model(m, n);
               const bool timed =
-                  use == g::PlanUse::plain && model && *model != g::heuristic::TimeModel::few_rows;
+                  use == g::PlanUse::plain && g::heuristic::plain_time_model(m) != g::heuristic::TimeModel::few_rows;
               if (timed && mask == g::kPlainConfigMask) {
                 EXPECT_GE(ranked.size(), 10u) << where;
                 for (size_t i = 1; i < ranked.size(); ++i) {
@@ -497,18 +485,15 @@ TEST(GemmPlan, EqualWhereConfigOrderAndDivisionAgree) {
   EXPECT_FALSE(p == q);
 }
 
-// The plain GEMM's model by shape: few rows below 64, mid rows to 4095, many rows above where N is
-// within the many-rows fit's data, else the score alone.
-TEST(GemmTimeModels, ModelByShape) {
+// The plain GEMM's model by its rows: few rows below 64, mid rows to 4095, many rows above.
+TEST(GemmTimeModels, ModelByRows) {
   namespace h = g::heuristic;
-  EXPECT_EQ(h::plain_time_model(1, 32768), h::TimeModel::few_rows);
-  EXPECT_EQ(h::plain_time_model(63, 256), h::TimeModel::few_rows);
-  EXPECT_EQ(h::plain_time_model(64, 32768), h::TimeModel::mid_rows);
-  EXPECT_EQ(h::plain_time_model(4095, 256), h::TimeModel::mid_rows);
-  EXPECT_EQ(h::plain_time_model(4096, 2048), h::TimeModel::many_rows);
-  EXPECT_EQ(h::plain_time_model(int64_t(1) << 40, 256), h::TimeModel::many_rows);
-  EXPECT_FALSE(h::plain_time_model(4096, 2056).has_value());
-  EXPECT_FALSE(h::plain_time_model(16384, 32768).has_value());
+  EXPECT_EQ(h::plain_time_model(1), h::TimeModel::few_rows);
+  EXPECT_EQ(h::plain_time_model(63), h::TimeModel::few_rows);
+  EXPECT_EQ(h::plain_time_model(64), h::TimeModel::mid_rows);
+  EXPECT_EQ(h::plain_time_model(4095), h::TimeModel::mid_rows);
+  EXPECT_EQ(h::plain_time_model(4096), h::TimeModel::many_rows);
+  EXPECT_EQ(h::plain_time_model(int64_t(1) << 40), h::TimeModel::many_rows);
 }
 
 // The time models' terms, worked out by hand (the fitting tool and the rule both read them).
@@ -519,7 +504,8 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   const g::GemmShape s = g::packed({300, 8192, 4096});
   const g::GemmPlan whole{g::GemmConfig::pp_128x128_c2x1};
   h::TimeTerms t = h::time_terms(h::TimeModel::mid_rows, s, whole, 132);
-  EXPECT_DOUBLE_EQ(t.work, (1.0 + std::pow(62.0 / 66.0, 0.25)) * 64.0);
+  EXPECT_DOUBLE_EQ(t.waves, 1.0 + std::pow(62.0 / 66.0, 0.25));
+  EXPECT_DOUBLE_EQ(t.work, t.waves * 64.0);
   EXPECT_EQ(t.passes, 0.0);
   EXPECT_EQ(t.partial_us, 0.0);
   // In 3 slices with a separate sum: 384 units, 5 full waves and 54 / 66; 22 K steps a slice; the
@@ -555,6 +541,7 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   const g::GemmPlan streamed{g::GemmConfig::sk_128x256_c2x1, g::Raster::along_n, 1, g::Decomposition::stream_k, 1};
   t = h::time_terms(h::TimeModel::mid_rows, g::packed({2048, 8192, 4096}), streamed, 132);
   EXPECT_DOUBLE_EQ(t.work, 8.0 * 32 * 64 / 66);
+  EXPECT_DOUBLE_EQ(t.waves, 8.0 * 32 / 66);
   EXPECT_EQ(t.fixups, 1.0);
   // From 4096 rows the same terms, with the many-rows model's constants.
   const g::GemmShape many = g::packed({9000, 8192, 4096});
@@ -565,6 +552,18 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
                    h::plain_time_us(many, whole, 132));
   EXPECT_DOUBLE_EQ(h::time_terms(h::TimeModel::many_rows, many, whole, 132).work,
                    h::time_terms(h::TimeModel::mid_rows, many, whole, 132).work);
+  // The per-wave cost: the many-rows model's cooperative tiles pay one; no config of the other
+  // models does.
+  const g::GemmPlan coop{g::GemmConfig::coop_128x256_c2x1};
+  const h::TimeTerms tc = h::time_terms(h::TimeModel::many_rows, many, coop, 132);
+  const auto cc = h::config_time(h::TimeModel::many_rows, coop.config);
+  ASSERT_TRUE(cc.has_value());
+  EXPECT_GT(cc->wave_us, 1.0);
+  EXPECT_DOUBLE_EQ(h::predicted_us(tc, *cc, h::shared_times(h::TimeModel::many_rows)),
+                   cc->launch_us + cc->k_step_us * tc.work + cc->wave_us * tc.waves);
+  for (h::TimeModel other : {h::TimeModel::few_rows, h::TimeModel::mid_rows})
+    for (int i = 0; i < g::kNumGemmConfigs; ++i)
+      if (const auto ct = h::config_time(other, static_cast<g::GemmConfig>(i))) EXPECT_EQ(ct->wave_us, 0.0);
   // The models hold constants for their own configs only.
   EXPECT_FALSE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::coop_128x256_c2x1).has_value());
   EXPECT_TRUE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::ppba_64x16_c4x1).has_value());

@@ -34,10 +34,11 @@ def rng():
 def test_fit_recovers_per_config_and_shared_constants(tmp_path):
     r = rng()
     truth = {"cfg_a": (3.0, 0.40), "cfg_b": (4.5, 0.25), "cfg_c": (2.2, 0.80)}
+    wave_cost = {"cfg_c": 2.0}  # one config pays a cost per wave (the many-rows model's term)
     shared = (0.0, 5.0, 0.8, 12.0)
     path = tmp_path / "terms.csv"
-    cols = BENCH_HEADER + ["model", "work"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
-        "launch_us", "k_step_us", "predicted_us"]
+    cols = BENCH_HEADER + ["model", "work", "waves"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
+        "launch_us", "k_step_us", "wave_us", "predicted_us"]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -45,15 +46,17 @@ def test_fit_recovers_per_config_and_shared_constants(tmp_path):
             shape = (r.randint(64, 4095), 8 * r.randint(32, 4096), 8 * r.randint(32, 4096))
             cublas_ms = r.uniform(0.01, 0.5)  # one cuBLASLt time per shape, as the bench measures it
             for c, (launch, step) in truth.items():
-                work = math.exp(r.uniform(math.log(5), math.log(1000)))  # decades, as real K loops span
+                waves = r.uniform(1, 20)
+                work = waves * math.exp(r.uniform(math.log(5), math.log(200)))  # K loops span decades
                 split = r.random() < 0.3
                 terms = (0.0, 1.0 if split else 0.0, r.uniform(1, 40) if split else 0.0, 0.0)
-                t = launch + step * work + sum(a * b for a, b in zip(shared, terms))
+                t = launch + step * work + wave_cost.get(c, 0.0) * waves + sum(a * b for a, b in zip(shared, terms))
                 t *= math.exp(r.gauss(0, 0.005))
                 row = {"mode": "alone", "group": "random", "M": shape[0], "N": shape[1], "K": shape[2], "config": c,
                        "raster": "along_n", "swizzle": 1, "ms": t / 1000, "tflops": 1, "cublas_ms": cublas_ms,
                        "cublas_tflops": 1, "ratio": cublas_ms * 1000 / t, "plan": c + "/along_n/sw1",
-                       "model": "mid_rows", "work": work, "launch_us": "", "k_step_us": "", "predicted_us": ""}
+                       "model": "mid_rows", "work": work, "waves": waves, "launch_us": "", "k_step_us": "",
+                       "wave_us": "", "predicted_us": ""}
                 row.update(zip(fgt.SHARED_TERMS, terms))
                 row.update(zip(fgt.SHARED, (0.0, 1.0, 1.0, 1.0)))  # held values, deliberately wrong
                 w.writerow([row[k] for k in cols])
@@ -61,10 +64,12 @@ def test_fit_recovers_per_config_and_shared_constants(tmp_path):
     rows, _ = fgt.read_rows([str(path)], None, {"alone"})
     held = fgt.fit(rows, sorted(truth), fit_shared=False, min_rows=4)
     assert held.shared == (0.0, 1.0, 1.0, 1.0)
-    free = fgt.fit(rows, sorted(truth), fit_shared=True, min_rows=4)
+    assert all(held.per_config[c][2] == 0.0 for c in truth)  # wave_us held at the rows' (none)
+    free = fgt.fit(rows, sorted(truth), fit_shared=True, min_rows=4, wave_term=True)
     for c, (launch, step) in truth.items():
         assert free.per_config[c][0] == pytest.approx(launch, rel=0.08), c
         assert free.per_config[c][1] == pytest.approx(step, rel=0.02), c
+        assert free.per_config[c][2] == pytest.approx(wave_cost.get(c, 0.0), abs=0.05), c
     assert free.shared[1] == pytest.approx(shared[1], rel=0.15)  # pass_us
     assert free.shared[2] == pytest.approx(shared[2], rel=0.05)  # partial_weight
     assert free.shared[3] == 1.0  # no stream-K row in the data: held
@@ -75,7 +80,7 @@ def test_fit_recovers_per_config_and_shared_constants(tmp_path):
 
     out = io.StringIO()
     with redirect_stdout(out):
-        assert fgt.main([str(path), "--modes", "alone", "--fit-shared", "--folds", "2", "--seed", "7"]) == 0
+        assert fgt.main([str(path), "--modes", "alone", "--fit-shared", "--wave-term", "--folds", "2", "--seed", "7"]) == 0
     text = out.getvalue()
     assert "out of sample (2 halvings, seed 0x7" in text
     for c in truth:
@@ -152,11 +157,13 @@ def test_tool_refuses_what_it_cannot_read(tool):
 
 def test_tool_applies_the_rules_model_by_shape(tool):
     """Under the rule's choice each row gets the model of its shape; a named model applies to every row."""
-    rows = [["alone", "random", m, n, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "pp_128x128_c2x1/along_n/sw1"]
-            for m, n in ((63, 1024), (64, 1024), (4095, 8192), (4096, 1024), (16000, 2048), (5000, 2056))]
+    rows = [["alone", "random", m, n, 1024, "x", "along_n", 1, 1.0, 1, 1.0, 1, 1.0, "coop_128x256_c2x1/along_n/sw1"]
+            for m, n in ((63, 1024), (64, 1024), (4095, 8192), (4096, 1024), (16000, 2048), (5000, 29000))]
     by_rule = list(csv.DictReader(io.StringIO(run_tool(tool, bench_csv(rows)))))
-    # 5000 x 2056: beyond the many-rows model's N the rule chooses by score alone; the row is left out.
-    assert [t["model"] for t in by_rule] == ["few_rows", "mid_rows", "mid_rows", "many_rows", "many_rows"]
+    assert [t["model"] for t in by_rule] == ["few_rows", "mid_rows", "mid_rows", "many_rows", "many_rows", "many_rows"]
+    # The waves the work counts K steps of; a per-wave cost in the many-rows model alone.
+    assert all(float(t["work"]) == pytest.approx(float(t["waves"]) * 16) for t in by_rule)
+    assert [float(t["wave_us"]) > 0 for t in by_rule[1:]] == [False, False, True, True, True]
     named = list(csv.DictReader(io.StringIO(run_tool(tool, bench_csv(rows), "--model", "mid_rows"))))
     assert [t["model"] for t in named] == ["mid_rows"] * 6
     # mid_rows and many_rows share their terms; only the constants differ.
@@ -167,8 +174,8 @@ def test_tool_applies_the_rules_model_by_shape(tool):
 def test_the_rules_measured_pick_is_its_heuristic_rows_plan():
     """The rule's pick is judged by the measured row of its plan; a plan not measured is left out."""
     def mk(shape, plan, ratio):
-        return fgt.Row(shape, plan.split("/")[0], plan, "many_rows", 10.0, ratio, 1.0, (0, 0, 0, 0), (0, 0, 0, 0),
-                       None, None)
+        return fgt.Row(shape, plan.split("/")[0], plan, "many_rows", 10.0, ratio, 1.0, 1.0, (0, 0, 0, 0),
+                       (0, 0, 0, 0), None, None, 0.0)
     a, b = (5000, 512, 4096), (6000, 512, 4096)
     shapes = {a: [mk(a, "x/along_n/sw1", 0.8), mk(a, "y/along_m/sw1", 1.1)], b: [mk(b, "x/along_n/sw1", 0.9)]}
     assert fgt.judge_rule(shapes, {a: "y/along_m/sw1"}) == [1.1]

@@ -8,8 +8,7 @@
 // each row back with the model's terms for its plan and its shared constants (the model's form:
 // src/gemm/heuristic/time_models.hpp) and, where the model has constants for the config, those
 // and the predicted time. `rule` (the default) applies the model the plain GEMM uses on the row's
-// shape and leaves out rows it chooses by score alone. mid_rows and many_rows have the same terms
-// (their constants differ). Host only: no GPU.
+// shape. mid_rows and many_rows have the same terms (their constants differ). Host only: no GPU.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -81,8 +80,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* need : {"M", "N", "K", "plan"})
     if (!col.count(need)) die(std::string("input has no column '") + need + "'");
-  std::printf("%s,model,work,streamed_us,passes,partial_us,fixups,stream_weight,pass_us,partial_weight,fixup_us,"
-              "launch_us,k_step_us,predicted_us\n",
+  std::printf("%s,model,work,waves,streamed_us,passes,partial_us,fixups,stream_weight,pass_us,partial_weight,"
+              "fixup_us,launch_us,k_step_us,wave_us,predicted_us\n",
               line.c_str());
 
   while (std::getline(std::cin, line)) {
@@ -94,18 +93,17 @@ int main(int argc, char** argv) {
       if (!g::detail::whole_integer(f[col[std::string(1, "MNK"[i])]], 1, (int64_t(1) << 31) - 1, &dims[i]))
         die(std::string("row whose ") + "MNK"[i] + " is not an integer in 1..2^31-1: " + line);
     const g::GemmShape s = g::packed({dims[0], dims[1], dims[2]});
-    const std::optional<h::TimeModel> by_rule = h::plain_time_model(s.M, s.N);
-    if (!named && !by_rule) continue;
-    const h::TimeModel model = named ? *named : *by_rule;
+    const h::TimeModel model = named ? *named : h::plain_time_model(s.M);
     const g::GemmPlan plan = parse_plan(f[col["plan"]]);
     const h::TimeTerms t = h::time_terms(model, s, plan, sms);
     const h::SharedTimes sh = h::shared_times(model);
-    std::printf("%s,%s,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), kModelNames[int(model)], t.work, t.streamed_us,
-                t.passes, t.partial_us, t.fixups, sh.stream_weight, sh.pass_us, sh.partial_weight, sh.fixup_us);
+    std::printf("%s,%s,%.9g,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), kModelNames[int(model)], t.work, t.waves,
+                t.streamed_us, t.passes, t.partial_us, t.fixups, sh.stream_weight, sh.pass_us, sh.partial_weight,
+                sh.fixup_us);
     if (const auto c = h::config_time(model, plan.config))
-      std::printf(",%g,%g,%.9g\n", c->launch_us, c->k_step_us, h::predicted_us(t, *c, sh));
+      std::printf(",%g,%g,%g,%.9g\n", c->launch_us, c->k_step_us, c->wave_us, h::predicted_us(t, *c, sh));
     else
-      std::printf(",,,\n");
+      std::printf(",,,,\n");
   }
   return 0;
 }

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <vector>
 
 #include "plain_plan.hpp"
@@ -114,8 +113,7 @@ std::vector<GemmPlan> ranked_plans(const GemmShape& shape, int sm_budget, uint64
   std::vector<GemmPlan> plans;
   // Below 64 rows the plain GEMM takes the few-rows model's plans when one of its configs is allowed.
   if (use == PlanUse::plain && s.M < kTimedMinRows) plans = plans_of(few_rows_plans(s, allowed, sms));
-  const std::optional<heuristic::TimeModel> model = heuristic::plain_time_model(s.M, s.N);
-  const bool timed = use == PlanUse::plain && model && *model != heuristic::TimeModel::few_rows;
+  const bool timed = use == PlanUse::plain && heuristic::plain_time_model(s.M) != heuristic::TimeModel::few_rows;
   if (plans.empty()) plans = by_model_or_score(s, sms, allowed, timed, false);
   if (plans.empty()) plans = by_model_or_score(s, sms, allowed, timed, true);
   // The few-rows configs outside their band: only when nothing else is allowed (a one-config mask).

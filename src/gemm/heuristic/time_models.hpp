@@ -1,9 +1,12 @@
 // The plain GEMM's predicted times (private to the engine and its tools). Three models of one form:
-//     t = launch_us + k_step_us x work                      (per config)
+//     t = launch_us + k_step_us x work + wave_us x waves     (per config)
 //         + stream_weight x streamed_us + pass_us x passes
 //         + partial_weight x partial_us + fixup_us x fixups  (per model)
-// `work` is K steps of 64 columns times the waves the grid runs (full waves plus the last wave's
-// fill ^ 0.25); `streamed_us` the operands' bytes at 4 TB/s (few rows only); `passes` 1 where K
+// `waves` is the waves the grid runs (full waves plus the last wave's fill ^ 0.25; stream-K: its
+// units over its CTAs), `work` K steps of 64 columns times `waves`; `wave_us` a wave's cost
+// outside the K loop that the kernel does not hide (the many-rows model's only: the cooperative
+// tiles store their outputs while no warp group computes; zero in the other models);
+// `streamed_us` the operands' bytes at 4 TB/s (few rows only); `passes` 1 where K
 // is split (the summing pass, or the chained fixups); `partial_us` the partial sums' bytes
 // (written, read) at 4 TB/s; `fixups` 1 for stream-K. The constants are fitted to measured times
 // of random shapes (scripts/fit_gemm_times.py over `tilelink-bench gemm --alone/--divisions`,
@@ -22,31 +25,29 @@ namespace tilelink::gemm::heuristic {
 enum class TimeModel : uint8_t {
   few_rows,   // fewer than kTimedMinRows: every division of the narrow swapped tiles
   mid_rows,   // kTimedMinRows to kManyRowsMin - 1: every plain config at the division its score picks
-  many_rows,  // kManyRowsMin and more: as mid_rows, with constants fitted on those rows alone
+  many_rows,  // kManyRowsMin and more: as mid_rows, with its own constants and a per-wave cost
 };
 
-// The plain GEMM compares configs by predicted time from kTimedMinRows rows; from kManyRowsMin
-// rows, where grids run several full waves and a tile's speed differs from its speed in one short
-// wave, with the many_rows constants, which were fitted on N up to kManyRowsMaxCols only: wider
-// shapes of that many rows keep the grid-fill score.
+// The plain GEMM compares configs by predicted time (the grid-fill score ranks only the configs
+// the model has no constants for, after those it has); from kManyRowsMin rows, where grids run
+// several full waves and a tile's speed differs from its speed in one short wave, with the
+// many_rows constants.
 constexpr int64_t kTimedMinRows = 64;
 constexpr int64_t kManyRowsMin = 4096;
-constexpr int64_t kManyRowsMaxCols = 2048;
 
-// The model the plain GEMM chooses by on a rows x cols output (nullopt: the score alone).
-constexpr std::optional<TimeModel> plain_time_model(int64_t rows, int64_t cols) {
+// The model the plain GEMM chooses by on an output of `rows` rows.
+constexpr TimeModel plain_time_model(int64_t rows) {
   if (rows < kTimedMinRows) return TimeModel::few_rows;
-  if (rows < kManyRowsMin) return TimeModel::mid_rows;
-  if (cols <= kManyRowsMaxCols) return TimeModel::many_rows;
-  return std::nullopt;
+  return rows < kManyRowsMin ? TimeModel::mid_rows : TimeModel::many_rows;
 }
 
 struct TimeTerms {
-  double work = 0, streamed_us = 0, passes = 0, partial_us = 0, fixups = 0;
+  double work = 0, waves = 0, streamed_us = 0, passes = 0, partial_us = 0, fixups = 0;
 };
 struct ConfigTime {
   GemmConfig config;
   double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
+  double wave_us = 0.0;         // one wave's cost outside the K loop
 };
 struct SharedTimes {
   double stream_weight, pass_us, partial_weight, fixup_us;
@@ -60,7 +61,7 @@ SharedTimes shared_times(TimeModel model);
 TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, int sms);
 
 inline double predicted_us(const TimeTerms& t, const ConfigTime& c, const SharedTimes& sh) {
-  return c.launch_us + c.k_step_us * t.work + sh.stream_weight * t.streamed_us + sh.pass_us * t.passes +
+  return c.launch_us + c.k_step_us * t.work + c.wave_us * t.waves + sh.stream_weight * t.streamed_us + sh.pass_us * t.passes +
          sh.partial_weight * t.partial_us + sh.fixup_us * t.fixups;
 }
 
