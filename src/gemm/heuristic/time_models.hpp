@@ -61,8 +61,8 @@ SharedTimes shared_times(TimeModel model);
 TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, int sms);
 
 inline double predicted_us(const TimeTerms& t, const ConfigTime& c, const SharedTimes& sh) {
-  return c.launch_us + c.k_step_us * t.work + c.wave_us * t.waves + sh.stream_weight * t.streamed_us + sh.pass_us * t.passes +
-         sh.partial_weight * t.partial_us + sh.fixup_us * t.fixups;
+  return c.launch_us + c.k_step_us * t.work + c.wave_us * t.waves + sh.stream_weight * t.streamed_us +
+         sh.pass_us * t.passes + sh.partial_weight * t.partial_us + sh.fixup_us * t.fixups;
 }
 
 // Predicted microseconds of `plan` at its score's division: with the many_rows constants from
