@@ -77,7 +77,8 @@ def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row
                 opt = lambda k: float(r[k]) if r[k] != "" else None
                 rows.append(Row(shape=(int(r["M"]), int(r["N"]), int(r["K"])), config=r["config"], plan=r["plan"],
                                 model=r["model"], time_us=ms * 1000.0, ratio=float(r["cublas_ms"]) / ms,
-                                work=float(r["work"]), waves=float(r["waves"]), terms=tuple(float(r[k]) for k in SHARED_TERMS),
+                                work=float(r["work"]), waves=float(r["waves"]),
+                                terms=tuple(float(r[k]) for k in SHARED_TERMS),
                                 shared=tuple(float(r[k]) for k in SHARED), launch_us=opt("launch_us"),
                                 k_step_us=opt("k_step_us"), wave_us=opt("wave_us") or 0.0))
     models = {r.model for r in rows}

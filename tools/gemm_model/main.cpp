@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,7 +47,7 @@ static_assert(int(h::TimeModel::few_rows) == 0 && int(h::TimeModel::mid_rows) ==
               int(h::TimeModel::many_rows) == 2);
 
 std::optional<h::TimeModel> model_named(const std::string& name) {
-  for (int i = 0; i < 3; ++i)
+  for (size_t i = 0; i < std::size(kModelNames); ++i)
     if (name == kModelNames[i]) return h::TimeModel(i);
   return std::nullopt;
 }

@@ -77,7 +77,7 @@ constexpr ConfigTime kManyRowsTimes[] = {
     {GemmConfig::cpba_128x192_c2x1, 4.80, 0.5975, 0.646},
 };
 // The mid-rows model's, held in the fit: few of its rows split K or ran stream-K, too few to refit them.
-constexpr SharedTimes kManyRowsShared{0.0, 4.90, 0.754, 12.5};
+constexpr SharedTimes kManyRowsShared = kMidRowsShared;
 
 // ---- plain GEMMs of fewer than 64 rows: predicted time of every division ----------------------
 // Bound by streaming B (N x K) through narrow swapped tiles. The scores (scores.cpp) choose the
