@@ -11,6 +11,7 @@
 #include "tilelink/gemm/gemm.hpp"
 #include "tilelink/gemm/plan_text.hpp"
 #include "tilelink/gemm/tuning.hpp"
+#include "gemm/heuristic/grid.hpp"
 #include "gemm/heuristic/plain_plan.hpp"
 #include "gemm/heuristic/time_models.hpp"
 
@@ -259,8 +260,15 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   // 2293 x 6464 x 2696: pp_128x128_c2x1 0.89x, pp_128x192_c2x1 1.04x; the model now picks the
   // 128x256 tile in 2x2 clusters (not measured here).
   EXPECT_EQ(plain(2293, 6464, 2696).config, g::GemmConfig::coop_128x256_c2x2);
-  // 377 x 352 x 640: the 128x96 swapped tile 0.78x, the narrow 64x32 one over 12 columns 1.14x.
-  EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x1);
+  // 377 x 352 x 640: the 128x96 swapped tile 0.78x, the narrow 64x32 one over 12 columns 1.14x;
+  // the model's pick now is that tile in 1x4 clusters (each weight tile multicast to four
+  // columns; not measured here). Measured alone: 463 x 264 x 3168 and 509 x 360 x 2568 ran 0.59x
+  // and 0.84x on the unclustered 64x32 tile, 1.08x and 1.31x in 1x4 clusters; 306 x 272 x 4520
+  // 0.71x on skba_128x64_c1x1 in 8 slices, 1.11x on the 64x16 tile in 1x4 clusters.
+  EXPECT_EQ(plain(377, 352, 640).config, g::GemmConfig::ppba_64x32_c1x4);
+  EXPECT_EQ(plain(463, 264, 3168).config, g::GemmConfig::ppba_64x32_c1x4);
+  EXPECT_EQ(plain(509, 360, 2568).config, g::GemmConfig::ppba_64x32_c1x4);
+  EXPECT_EQ(plain(306, 272, 4520).config, g::GemmConfig::ppba_64x16_c1x4);
   // Narrow N, M in the thousands: the wide swapped tiles over many columns of M (one wave of
   // them holds all of B's few weight tiles), where the unswapped tiles' grid is short.
   // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt (1x2), the
@@ -323,6 +331,16 @@ TEST(GemmHeuristic, FewRowsChooseConfigAndSlicesByPredictedTime) {
   EXPECT_EQ(deep.decomposition, g::Decomposition::data_parallel);
   // 10 x 7664 x 10120: 120 tiles, a whole wave: not split (42-44 us whole, 47-52 split).
   EXPECT_EQ(plain(10, 7664, 10120).decomposition, g::Decomposition::data_parallel);
+  // Where M spans two to four 16-row columns, a weight tile multicast to them (one H100, each
+  // config as the rule runs it alone): 45 x 392 x 3016 and 58 x 1392 x 1680 ran 0.95x and 1.11x
+  // cuBLASLt in 1x4 clusters, 0.87x and 1.02x at best unclustered (pp_64x128_c2x2 in 11 slices,
+  // ppba_64x32_c1x1); 25 x 480 x 2360 1.03x in a 1x2 cluster and 1.00x in 1x4, 0.92x at best
+  // unclustered (ppba_64x16_c4x1).
+  EXPECT_EQ(plain(45, 392, 3016).config, g::GemmConfig::ppba_64x16_c1x4);
+  EXPECT_EQ(plain(58, 1392, 1680).config, g::GemmConfig::ppba_64x16_c1x4);
+  const g::GemmConfig two_columns = plain(25, 480, 2360).config;
+  EXPECT_TRUE(two_columns == g::GemmConfig::ppba_64x16_c1x2 || two_columns == g::GemmConfig::ppba_64x16_c1x4)
+      << g::config_name(two_columns);
   // The variants are the plain GEMM's alone: the fused ops' rule does not know them, and with
   // every plain config allowed it keeps its own pick.
   for (int64_t m : {1, 9, 33, 63})
@@ -331,6 +349,11 @@ TEST(GemmHeuristic, FewRowsChooseConfigAndSlicesByPredictedTime) {
       EXPECT_NE(f, g::GemmConfig::ppba_64x16x128_c1x1);
       EXPECT_NE(f, g::GemmConfig::ppba_64x16_c4x1);
       EXPECT_NE(f, g::GemmConfig::ppba_128x32_c1x1);
+      for (g::GemmConfig c : {g::GemmConfig::ppba_64x16_c1x2, g::GemmConfig::ppba_64x16_c1x4,
+                              g::GemmConfig::ppba_64x32_c1x4}) {
+        EXPECT_NE(f, c);
+        EXPECT_TRUE(g::heuristic::timed_only(c)) << g::config_name(c);
+      }
     }
   // Allowed alone, a variant still gets a plan at any size (a benchmark of one config).
   for (int64_t m : {7, 500, 8000})
@@ -537,6 +560,17 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   EXPECT_DOUBLE_EQ(t.work, (7.0 + std::pow(100.0 / 132.0, 0.25)) * 16.0);
   EXPECT_DOUBLE_EQ(t.streamed_us, (8192.0 * 4096 * 2 * 2 + 20.0 * 4096 * 2 * 128) / 4.0e6);
   EXPECT_DOUBLE_EQ(t.partial_us, 2.0 * 4 * 20 * 8192 * 4 / 4.0e6);
+  // 44 x 8192 x 4096 whole on the same tile in 1x4 clusters: 3 tile columns of A's rows, one
+  // cluster column (each weight tile multicast to its four CTAs), so B is read once, not three
+  // times; A once per cluster along B's rows (128); 128 clusters on the 30 slots of clusters of four.
+  const g::GemmShape tens = g::packed({44, 8192, 4096});
+  const g::GemmPlan clustered{g::GemmConfig::ppba_64x16_c1x4};
+  EXPECT_EQ(h::swapped_b_reads(tens, g::config_info(clustered.config)), 1);
+  EXPECT_EQ(h::swapped_b_reads(tens, g::config_info(g::GemmConfig::ppba_64x16_c1x1)), 3);
+  EXPECT_EQ(h::swapped_b_reads(g::packed({129, 8192, 4096}), g::config_info(g::GemmConfig::ppba_64x32_c1x4)), 2);
+  t = h::time_terms(h::TimeModel::few_rows, tens, clustered, 132);
+  EXPECT_DOUBLE_EQ(t.work, (4.0 + std::pow(8.0 / 30.0, 0.25)) * 64.0);
+  EXPECT_DOUBLE_EQ(t.streamed_us, (8192.0 * 4096 * 2 + 44.0 * 4096 * 2 * 128) / 4.0e6);
   // Stream-K: an equal share of every tile's 64 K steps per slot, and one fixup.
   const g::GemmPlan streamed{g::GemmConfig::sk_128x256_c2x1, g::Raster::along_n, 1, g::Decomposition::stream_k, 1};
   t = h::time_terms(h::TimeModel::mid_rows, g::packed({2048, 8192, 4096}), streamed, 132);

@@ -43,6 +43,12 @@ inline GridCount grid_count(const GemmShape& s, const GemmConfigInfo& c, int sms
 
 // A swapped tile holds tile_n of A's rows, so ceil(M / tile_n) tile columns each read all of B.
 inline int64_t swapped_columns(const GemmShape& s, const GemmConfigInfo& c) { return (s.M + c.tile_n - 1) / c.tile_n; }
+// How many times a swapped config reads all of B: once per cluster column, each weight tile
+// multicast to the cluster's tile columns.
+inline int64_t swapped_b_reads(const GemmShape& s, const GemmConfigInfo& c) {
+  const int64_t rows = int64_t(c.tile_n) * c.cluster_n;
+  return (s.M + rows - 1) / rows;
+}
 
 // split_k_reduce: the slices run as one batched launch writing fp32 partial sums, one more pass
 // adds them. No chain, so a short grid can split K many ways — but the extra pass (a launch, the

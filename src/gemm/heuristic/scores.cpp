@@ -250,7 +250,7 @@ double swapped_time_score(const GemmShape& s, GemmConfig cfg, int sms, int split
   const double wide_rate = wide_swapped_rate(cfg);
   const double sm_rate = wide_rate > 0.0 ? wide_rate : kSmFlopsPerUs;
   const GridCount g = grid_count(s, c, sms);
-  const int64_t columns = swapped_columns(s, c);
+  const int64_t b_reads = swapped_b_reads(s, c);
   const double b_bytes = double(s.N) * double(s.K) * 2.0, a_bytes = double(s.M) * double(s.K) * 2.0;
   const double flops = 2.0 * double(s.M) * double(s.N) * double(s.K);
   const double ideal = kFloorUs + std::max((a_bytes + b_bytes) / kHbmBytesPerUs, flops / (sms * kSmFlopsPerUs));
@@ -259,8 +259,8 @@ double swapped_time_score(const GemmShape& s, GemmConfig cfg, int sms, int split
   const double unit_flops = 2.0 * double(c.tile_m) * double(c.tile_n) * slice_k;
   const double unit_us = std::max(unit_bytes / kSmBytesPerUs, unit_flops / sm_rate);
   const int64_t waves = (g.units * splits + g.slots - 1) / g.slots;
-  // Every column reads all of B; from L2 while B fits there, else from memory again.
-  const double read_bytes = a_bytes + b_bytes * (b_bytes > kL2Bytes ? double(columns) : 1.0);
+  // Every cluster column reads all of B; from L2 while B fits there, else from memory again.
+  const double read_bytes = a_bytes + b_bytes * (b_bytes > kL2Bytes ? double(b_reads) : 1.0);
   double t = kFloorUs + std::max(read_bytes / kHbmBytesPerUs, double(waves) * unit_us);
   if (splits > 1) t += kReducePassUs + 2.0 * double(splits) * double(s.M) * double(s.N) * 4.0 / kHbmBytesPerUs;
   return ideal / t;

@@ -47,6 +47,12 @@ constexpr ConfigTime kMidRowsTimes[] = {
     {GemmConfig::pp_64x128_c2x2, 3.27, 0.2725},   {GemmConfig::pp_128x128_c2x2, 4.21, 0.3925},
     {GemmConfig::ppba_128x96_c2x2, 3.79, 0.3267}, {GemmConfig::pp_128x192_c2x2, 5.08, 0.5288},
     {GemmConfig::coop_128x256_c2x2, 4.87, 0.7327},
+    // The narrow swapped tiles in clusters along A's rows, fitted with the others' constants held
+    // on 80 random shapes of M 64-4095 (docs/PERF.md, "clusters along A's rows"): where N is a few
+    // hundred columns their weight tiles, multicast to four tile columns, stream B for hundreds of
+    // rows (463 x 264 x 3168: 0.59x cuBLASLt on the unclustered tile, 1.08x in a 1x4 cluster).
+    {GemmConfig::ppba_64x16_c1x2, 2.87, 0.1323},  {GemmConfig::ppba_64x16_c1x4, 2.96, 0.1059},
+    {GemmConfig::ppba_64x32_c1x4, 2.85, 0.1294},
 };
 // No streamed-bytes term; the summing pass or the chained fixups; x the partial sums' bytes
 // (written, read) at 4 TB/s; the stream-K fixup.
@@ -91,11 +97,18 @@ constexpr SharedTimes kManyRowsShared = kMidRowsShared;
 // (B is streamed once per tile column where it does not fit in L2), and runs the fastest.
 // Fitted by weighted least squares on two of the sets and checked on the third, its picks ran
 // 0.982x, 0.936x and 0.936x; the constants below are fitted on all three. The 64x16 variants
-// (128-column K tile, 4x1 cluster) and the 128x32 tile are chosen here only.
+// with a 128-column K tile or in a 4x1 cluster and the 128x32 tile are chosen here only; the
+// clusters along A's rows by the mid-rows model too.
 constexpr ConfigTime kFewRowsTimes[] = {
     {GemmConfig::ppba_64x16_c1x1, 2.95, 0.1378},     {GemmConfig::ppba_64x32_c1x1, 3.02, 0.1622},
     {GemmConfig::skba_128x64_c1x1, 2.62, 0.3291},    {GemmConfig::ppba_128x32_c1x1, 3.00, 0.2689},
     {GemmConfig::ppba_64x16x128_c1x1, 2.96, 0.1258}, {GemmConfig::ppba_64x16_c4x1, 2.99, 0.1327},
+    // Clusters along A's rows (each weight tile multicast to 2-4 tile columns), fitted with the
+    // others' constants held on 60 random shapes of M 1-63, every division of theirs measured
+    // (docs/PERF.md, "clusters along A's rows"): out of sample the picks ran 1.006-1.007x cuBLASLt
+    // where the library's constants before ran 0.995x.
+    {GemmConfig::ppba_64x16_c1x2, 2.71, 0.1296},     {GemmConfig::ppba_64x16_c1x4, 2.93, 0.09804},
+    {GemmConfig::ppba_64x32_c1x4, 2.77, 0.1329},
 };
 // x the operands' bytes streamed at 4 TB/s; the summing pass; x the partial sums' bytes (written,
 // read) at 4 TB/s; no stream-K.
@@ -143,18 +156,18 @@ TimeTerms mid_rows_terms(const GemmShape& s, const GemmPlan& plan, int sms) {
 }
 
 // Narrow swapped tiles: K in whole K tiles of the config, and the operands' streamed bytes (B once
-// per tile column where it does not fit in L2; A once per tile along B's rows).
+// per cluster column where it does not fit in L2; A once per cluster along B's rows).
 TimeTerms few_rows_terms(const GemmShape& s, const GemmPlan& plan, int sms) {
   const GemmConfigInfo& c = config_info(plan.config);
   const GridCount g = grid_count(s, c, sms);
   const int splits = splits_of(plan);
   const int64_t slice_k = splits > 1 ? k_slices(s.K, splits).slice_k : s.K;
   const double k_steps = double((slice_k + c.tile_k - 1) / c.tile_k) * c.tile_k / 64.0;
-  const int64_t columns = swapped_columns(s, c);
-  const int64_t tile_rows = g.units / columns;
+  const int64_t b_reads = swapped_b_reads(s, c);
+  const int64_t cluster_rows = g.units / b_reads;
   double b_bytes = double(s.N) * double(s.K) * 2.0;
-  if (b_bytes > kL2Bytes) b_bytes *= double(columns);
-  const double a_bytes = double(s.M) * double(s.K) * 2.0 * double(tile_rows);
+  if (b_bytes > kL2Bytes) b_bytes *= double(b_reads);
+  const double a_bytes = double(s.M) * double(s.K) * 2.0 * double(cluster_rows);
   TimeTerms t;
   t.waves = waves_with_tail(g.units * splits, g.slots);
   t.work = t.waves * k_steps;
@@ -170,6 +183,10 @@ const ConfigTime* find_time(TimeModel model, GemmConfig cfg) {
     case TimeModel::many_rows: return find_time(kManyRowsTimes, cfg);
   }
   return nullptr;
+}
+
+bool timed_from_64_rows(GemmConfig cfg) {
+  return find_time(kMidRowsTimes, cfg) != nullptr || find_time(kManyRowsTimes, cfg) != nullptr;
 }
 
 }  // namespace
@@ -198,12 +215,11 @@ double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model)) : -1.0;
 }
 
-bool few_rows_only(GemmConfig cfg) { return find_time(kFewRowsTimes, cfg) != nullptr && !has_fitted_prior(cfg); }
-
-bool timed_only(GemmConfig cfg) {
-  const bool timed = find_time(kMidRowsTimes, cfg) != nullptr || find_time(kManyRowsTimes, cfg) != nullptr;
-  return timed && !has_fitted_prior(cfg) && find_time(kFewRowsTimes, cfg) == nullptr;
+bool few_rows_only(GemmConfig cfg) {
+  return find_time(kFewRowsTimes, cfg) != nullptr && !timed_from_64_rows(cfg) && !has_fitted_prior(cfg);
 }
+
+bool timed_only(GemmConfig cfg) { return timed_from_64_rows(cfg) && !has_fitted_prior(cfg); }
 
 std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int sms) {
   std::vector<TimedPlan> plans;

@@ -84,11 +84,11 @@ inline void sort_fastest_first(std::vector<TimedPlan>& plans) {
 // the slice counts split_k_reduce may run), fastest first; empty if none is allowed.
 std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int sms);
 
-// Configs the few-rows model alone chooses: its own, less those the score has a fitted prior for.
+// Configs the few-rows model alone chooses: its own, less those the score has a fitted prior for
+// and those the mid- or many-rows model times too.
 bool few_rows_only(GemmConfig cfg);
 // Configs only a time model chooses from kTimedMinRows rows up (where it has their constants):
-// the mid- and many-rows models' own, less those the score has a fitted prior for and the
-// few-rows model's.
+// the mid- and many-rows models' own, less those the score has a fitted prior for.
 bool timed_only(GemmConfig cfg);
 
 }  // namespace tilelink::gemm::heuristic
