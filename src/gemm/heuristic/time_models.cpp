@@ -94,7 +94,7 @@ constexpr SharedTimes kManyRowsShared = kMidRowsShared;
 // division of the configs below, whole or in the slice counts split_k_reduce may run,
 //     t = launch_us + k_step_us x (full waves + last wave's fill ^ kTailExponent) x K steps
 //         + stream_weight x bytes streamed / HBM rate [+ pass + partial sums' traffic]
-// (B is streamed once per tile column where it does not fit in L2), and runs the fastest.
+// (B is streamed once per cluster column where it does not fit in L2), and runs the fastest.
 // Fitted by weighted least squares on two of the sets and checked on the third, its picks ran
 // 0.982x, 0.936x and 0.936x; the constants below are fitted on all three. The 64x16 variants
 // with a 128-column K tile or in a 4x1 cluster and the 128x32 tile are chosen here only; the
@@ -210,7 +210,7 @@ TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, 
 }
 
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
-  const TimeModel model = s.M >= kManyRowsMin ? TimeModel::many_rows : TimeModel::mid_rows;
+  const TimeModel model = plain_time_model(s.M) == TimeModel::many_rows ? TimeModel::many_rows : TimeModel::mid_rows;
   const ConfigTime* fit = find_time(model, plan.config);
   return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model)) : -1.0;
 }
