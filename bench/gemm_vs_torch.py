@@ -10,7 +10,7 @@ plain GEMM engine, its rule's kernel; with --tune the tuned one), and tilelink's
 F.linear). Each sample times a block of back-to-back calls (at least ~0.3 ms of GPU work) queued
 behind a GPU spin, so Python's launch cost is not counted; the inputs stay in L2 where they fit,
 for every candidate alike. Without --random: the reference tensor-parallel layers per rank and a
-decode-sized M; --random N draws N shapes (M log-uniform in --rows, N and K multiples of 8
+decode-sized M; --shapes MxNxK,... the shapes given; --random N draws N shapes (M log-uniform in --rows, N and K multiples of 8
 log-uniform in 256-32768; the seed is printed, and repeats the shapes here only: tilelink-bench's
 --sweep-random draws another set from the same seed) and ends with the geometric mean and the
 share below 0.90x.
@@ -44,6 +44,7 @@ def main():
     p.add_argument("--random", type=int, default=0, help="this many random shapes instead of the fixed ones")
     p.add_argument("--seed", type=lambda s: int(s, 0), default=None)
     p.add_argument("--rows", default="1:16384", help="LO:HI rows of the random shapes")
+    p.add_argument("--shapes", default="", help="MxNxK[,MxNxK...] instead of the fixed shapes")
     p.add_argument("--tune", action="store_true", help="tilelink.linear with tuning on")
     args = p.parse_args()
     torch.cuda.set_device(0)
@@ -53,7 +54,11 @@ def main():
     tl = tilelink.init(dist.group.WORLD, heap_bytes=4 << 30)
     tilelink.set_gemm_tuning(args.tune)
     shapes = SHAPES
-    if args.random:
+    if args.shapes:
+        shapes = [tuple(int(v) for v in item.split("x")) for item in args.shapes.split(",")]
+        if any(len(s) != 3 for s in shapes):
+            raise SystemExit(f"--shapes: expected MxNxK[,MxNxK...], got {args.shapes!r}")
+    elif args.random:
         seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(63)
         rows = tuple(int(v) for v in args.rows.split(":"))
         shapes = random_shapes(args.random, seed, rows)
