@@ -6,6 +6,7 @@
     # here: the model's terms for each row (host only)
     build/bin/tilelink-gemm-model < times.csv > terms.csv
     scripts/fit_gemm_times.py terms.csv [more.csv ...] [--configs a,b] [--fit-shared] [--folds 5 --seed S]
+                              [--judge-on other.csv ...]
 
 The model (src/gemm/heuristic/time_models.hpp) is linear in its constants:
     t = launch_us + k_step_us x work + wave_us x waves + stream_weight x streamed_us
@@ -21,7 +22,10 @@ the least predicted time is picked, and the pick's measured speed against cuBLAS
 column, cublas_ms / ms) is compared with the best measured row of the shape, with the pick of the
 constants the library has now, and with the plan the measuring binary's rule ran (the shape's
 `heuristic` row), as measured among the others. Out of sample: the shapes are halved at random
-(the seed is printed), fitted on one half and judged on the other, both ways, --folds times.
+(the seed is printed), fitted on one half and judged on the other, both ways, --folds times; and
+with --judge-on, fitted on every shape of the CSVs and judged on the shapes of other files (another
+seed's set: whether a fit carries beyond the shapes it saw). Rows of a division the model does not
+choose among are left out: below 64 rows the rule runs K whole or split with a separate sum only.
 
 Prints the fitted constants as the C++ table lines of time_models.cpp.
 """
@@ -57,8 +61,21 @@ class Row:
     wave_us: float  # the library's, 0 where it has none
 
 
+# The kinds of rows `tilelink-bench gemm` writes (its CSV's first column).
+BENCH_MODES = ("heuristic", "tuned", "sweep", "sweep-best", "division", "alone", "order")
+
+
+def model_runs(model: str, plan: str) -> bool:
+    """Whether the rule chooses among plans of this division under `model`: below 64 rows it runs
+    K whole or split with a separate sum (`/reduceN`), never chained slices or stream-K."""
+    return model != "few_rows" or not any(part.startswith(("split", "streamk")) for part in plan.split("/")[3:])
+
+
 def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row], dict]:
-    """The rows of `modes`, and each shape's plan in its `heuristic` row (the rule's pick)."""
+    """The rows of `modes` whose division the row's model chooses among, and each shape's plan in
+    its `heuristic` row (the rule's pick)."""
+    if unknown := sorted(modes - set(BENCH_MODES)):
+        sys.exit(f"--modes: no rows are called {', '.join(unknown)} (the bench writes {', '.join(BENCH_MODES)})")
     rows, rule_plans = [], {}
     for path in paths:
         with open(path, newline="") as f:
@@ -69,7 +86,7 @@ def read_rows(paths: list[str], model: str | None, modes: set) -> tuple[list[Row
                     continue
                 if r["mode"] == "heuristic":
                     rule_plans[(int(r["M"]), int(r["N"]), int(r["K"]))] = r["plan"]
-                if r["mode"] not in modes:
+                if r["mode"] not in modes or not model_runs(r["model"], r["plan"]):
                     continue
                 ms = float(r["ms"])
                 if not ms > 0:
@@ -184,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("csv", nargs="+", help="rows from tilelink-gemm-model")
     p.add_argument("--model", choices=["few_rows", "mid_rows", "many_rows"], help="only rows of this model")
-    p.add_argument("--modes", default="alone,divisions",
-                   help="the bench's row kinds to use (default: alone,divisions: one row per config and division)")
+    p.add_argument("--modes", default="alone,division",
+                   help="the bench's row kinds to use (default: alone,division: one row per config and division)")
     p.add_argument("--configs", help="fit these configs only (comma-separated); default: every config in the rows")
     p.add_argument("--fit-shared", action="store_true", help="fit the shared constants too")
     p.add_argument("--wave-term", action="store_true", help="fit each config's wave_us too")
@@ -194,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-rows", type=int, default=4, help="a config needs this many rows to be fitted")
     p.add_argument("--folds", type=int, default=5, help="random halvings of the shapes for the out-of-sample check")
     p.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="of the halvings (default: fresh, printed)")
+    p.add_argument("--judge-on", nargs="+", default=[], metavar="CSV",
+                   help="judge the constants fitted on every shape on these files' shapes too")
     args = p.parse_args(argv)
 
     rows, rule_plans = read_rows(args.csv, args.model, set(args.modes.split(",")))
@@ -248,6 +267,20 @@ def main(argv: list[str] | None = None) -> int:
     print("  " + summary("fitted constants", picked))
     print("  " + summary("measured rule's pick", judge_rule(shapes, rule_plans)))
     print("  " + summary("best measured", best))
+
+    if args.judge_on:
+        others, other_plans = read_rows(args.judge_on, args.model, set(args.modes.split(",")))
+        if others and others[0].model != rows[0].model:
+            sys.exit(f"--judge-on: rows of model {others[0].model}, fitted on {rows[0].model}")
+        other_shapes = {k: v for k, v in by_shape(others).items() if k not in shapes}
+        competing = set(final.per_config)
+        picked, best = judge(final, other_shapes, competing)
+        lib_picked, _ = judge(library_fit(others), other_shapes, competing)
+        print(f"\njudged on {len(other_shapes)} other shapes ({', '.join(args.judge_on)}), fitted on every shape above:")
+        print("  " + summary("fitted constants", picked))
+        print("  " + summary("library's constants", lib_picked))
+        print("  " + summary("measured rule's pick", judge_rule(other_shapes, other_plans)))
+        print("  " + summary("best measured", best))
 
     print("\nrelative error of the fitted times, per config (median |predicted / measured - 1|):")
     for c in configs:

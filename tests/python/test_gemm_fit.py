@@ -182,3 +182,71 @@ def test_the_rules_measured_pick_is_its_heuristic_rows_plan():
     shapes = {a: [mk(a, "x/along_n/sw1", 0.8), mk(a, "y/along_m/sw1", 1.1)], b: [mk(b, "x/along_n/sw1", 0.9)]}
     assert fgt.judge_rule(shapes, {a: "y/along_m/sw1"}) == [1.1]
     assert fgt.judge_rule(shapes, {b: "z/along_n/sw1"}) == []
+
+
+def write_terms(path, rows):
+    """A tilelink-gemm-model CSV of (mode, model, shape, config, plan suffix, work, us, cublas_us) rows,
+    shared constants and terms zero, the library's constants absent."""
+    cols = BENCH_HEADER + ["model", "work", "waves"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
+        "launch_us", "k_step_us", "wave_us", "predicted_us"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for mode, model, (m, n, k), config, suffix, work, us, cublas_us in rows:
+            row = {"mode": mode, "group": "random", "M": m, "N": n, "K": k, "config": config, "raster": "along_n",
+                   "swizzle": 1, "ms": us / 1000, "tflops": 1, "cublas_ms": cublas_us / 1000, "cublas_tflops": 1,
+                   "ratio": cublas_us / us, "plan": config + "/along_n/sw1" + suffix, "model": model, "work": work,
+                   "waves": 1.0, "launch_us": "", "k_step_us": "", "wave_us": "", "predicted_us": ""}
+            row.update(zip(fgt.SHARED_TERMS, (0.0, 0.0, 0.0, 0.0)))
+            row.update(zip(fgt.SHARED, (0.0, 0.0, 0.0, 0.0)))
+            w.writerow([row[c] for c in cols])
+
+
+def test_rows_the_model_does_not_choose_among_are_left_out(tmp_path):
+    """Below 64 rows the rule splits K only with a separate sum: chained slices and stream-K rows
+    (which the few-rows model times as whole K) are not read; division rows are, by default."""
+    shape = (8, 4096, 4096)
+    path = tmp_path / "few.csv"
+    write_terms(path, [("alone", "few_rows", shape, "cfg", "", 10.0, 20.0, 20.0),
+                       ("division", "few_rows", shape, "cfg", "/reduce4", 3.0, 9.0, 20.0),
+                       ("division", "few_rows", shape, "cfg", "/split4", 10.0, 8.0, 20.0),
+                       ("division", "few_rows", shape, "cfg", "/streamk", 10.0, 7.0, 20.0),
+                       ("division", "mid_rows", (100, 4096, 4096), "cfg", "/streamk", 10.0, 7.0, 20.0)])
+    rows, _ = fgt.read_rows([str(path)], "few_rows", {"alone", "division"})
+    assert sorted(r.plan.split("/")[-1] for r in rows) == ["reduce4", "sw1"]
+    mid, _ = fgt.read_rows([str(path)], "mid_rows", {"alone", "division"})
+    assert [r.plan.split("/")[-1] for r in mid] == ["streamk"]  # from 64 rows stream-K is a division
+    with pytest.raises(SystemExit, match="no rows are called divisions"):
+        fgt.read_rows([str(path)], None, {"alone", "divisions"})
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert fgt.main([str(path), "--model", "few_rows", "--folds", "0", "--min-rows", "2"]) == 0
+    assert "2 rows, 1 shapes, model few_rows" in out.getvalue()
+
+
+def test_a_fit_is_judged_on_other_files_shapes(tmp_path):
+    """--judge-on: fitted on every shape of the given files, judged on the other files' shapes."""
+    r = rng()
+    truth = {"fast_short": (2.0, 0.5), "fast_long": (6.0, 0.25)}  # the first wins below 16 K steps
+
+    def rows(count):
+        out = []
+        for _ in range(count):
+            shape = (r.randint(64, 4095), 8 * r.randint(32, 4096), 8 * r.randint(32, 4096))
+            work = math.exp(r.uniform(math.log(2), math.log(200)))
+            for c, (launch, step) in truth.items():
+                out.append(("alone", "mid_rows", shape, c, "", work, launch + step * work, 10.0))
+        return out
+    fit_on, judge_on = tmp_path / "a.csv", tmp_path / "b.csv"
+    write_terms(fit_on, rows(40))
+    write_terms(judge_on, rows(30))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert fgt.main([str(fit_on), "--folds", "0", "--judge-on", str(judge_on)]) == 0
+    text = out.getvalue()
+    assert "judged on 30 other shapes" in text
+    judged = text.split("judged on", 1)[1]
+    fitted, best = (float(line.split("geomean ")[1].split()[0]) for line in judged.splitlines()
+                    if line.strip().startswith(("fitted constants", "best measured")))
+    assert fitted == pytest.approx(best, rel=1e-3)  # exact times: the fit picks the fastest row
+    assert "library's constants    no shape with a prediction" in judged
