@@ -9,11 +9,11 @@ plain GEMM engine, its rule's kernel; with --tune the tuned one), and tilelink's
 (ag_gemm's decomposed path at world size 1, the GEMM of every decomposed path: it should tie with
 F.linear). Each sample times a block of back-to-back calls (at least ~0.3 ms of GPU work) queued
 behind a GPU spin, so Python's launch cost is not counted; the inputs stay in L2 where they fit,
-for every candidate alike. Without --random: the reference tensor-parallel layers per rank and a
-decode-sized M; --shapes MxNxK,... the shapes given; --random N draws N shapes (M log-uniform in --rows, N and K multiples of 8
-log-uniform in 256-32768; the seed is printed, and repeats the shapes here only: tilelink-bench's
---sweep-random draws another set from the same seed) and ends with the geometric mean and the
-share below 0.90x.
+for every candidate alike. Without --random or --shapes: the reference tensor-parallel layers per
+rank and a decode-sized M; --shapes MxNxK,... the shapes given; --random N draws N shapes (M
+log-uniform in --rows, N and K multiples of 8 log-uniform in 256-32768; the seed is printed, and
+repeats the shapes here only: tilelink-bench's --sweep-random draws another set from the same
+seed). Several shapes end with the geometric mean and the share below 0.90x.
 """
 import argparse
 import math

@@ -276,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         competing = set(final.per_config)
         picked, best = judge(final, other_shapes, competing)
         lib_picked, _ = judge(library_fit(others), other_shapes, competing)
-        print(f"\njudged on {len(other_shapes)} other shapes ({', '.join(args.judge_on)}), fitted on every shape above:")
+        print(f"\njudged on {len(other_shapes)} other shapes ({', '.join(args.judge_on)}), "
+              "fitted on every shape above:")
         print("  " + summary("fitted constants", picked))
         print("  " + summary("library's constants", lib_picked))
         print("  " + summary("measured rule's pick", judge_rule(other_shapes, other_plans)))
