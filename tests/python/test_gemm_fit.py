@@ -23,6 +23,9 @@ sys.modules[spec.name] = fgt  # dataclasses look their module up
 spec.loader.exec_module(fgt)
 
 BENCH_HEADER = "mode,group,M,N,K,config,raster,swizzle,ms,tflops,cublas_ms,cublas_tflops,ratio,plan".split(",")
+# tilelink-gemm-model's columns after the bench's.
+TERMS_HEADER = BENCH_HEADER + ["model", "work", "waves"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
+    "launch_us", "k_step_us", "wave_us", "predicted_us"]
 SEED = random.SystemRandom().getrandbits(32)
 
 
@@ -37,8 +40,7 @@ def test_fit_recovers_per_config_and_shared_constants(tmp_path):
     wave_cost = {"cfg_c": 2.0}  # one config pays a cost per wave (the many-rows model's term)
     shared = (0.0, 5.0, 0.8, 12.0)
     path = tmp_path / "terms.csv"
-    cols = BENCH_HEADER + ["model", "work", "waves"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
-        "launch_us", "k_step_us", "wave_us", "predicted_us"]
+    cols = TERMS_HEADER
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -187,8 +189,7 @@ def test_the_rules_measured_pick_is_its_heuristic_rows_plan():
 def write_terms(path, rows):
     """A tilelink-gemm-model CSV of (mode, model, shape, config, plan suffix, work, us, cublas_us) rows,
     shared constants and terms zero, the library's constants absent."""
-    cols = BENCH_HEADER + ["model", "work", "waves"] + list(fgt.SHARED_TERMS) + list(fgt.SHARED) + [
-        "launch_us", "k_step_us", "wave_us", "predicted_us"]
+    cols = TERMS_HEADER
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
