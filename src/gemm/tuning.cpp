@@ -8,6 +8,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <vector>
 
 #include "../runtime/options.hpp"
 #include "tilelink/core/error.hpp"
@@ -38,6 +41,47 @@ class Events {
   std::vector<cudaEvent_t> ev_;
 };
 
+// A block of `reps` launches of one plan, captured as a CUDA graph (on a stream of its own: the
+// caller's may be the legacy default stream, which cannot capture). Launched with one call, its
+// kernels run back to back: the host's cost per gemm() call, several microseconds and as long as
+// a small GEMM's kernel, is then not what is timed (launched one by one, the GPU waited on the
+// host between them and every plan timed alike). Where the driver refuses the capture the block
+// stays empty and tuning times call by call, as before.
+class LaunchBlock {
+ public:
+  template <class Launch>
+  LaunchBlock(int reps, Launch launch) {
+    cudaStream_t capture = nullptr;
+    TL_CUDA_CHECK(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking));
+    bool launched = true;
+    if (cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+      try {
+        for (int i = 0; i < reps; ++i) launch(capture);
+      } catch (const std::exception&) {
+        launched = false;  // a launch the capture refused; the call-by-call blocks will report real faults
+      }
+      const cudaError_t ended = cudaStreamEndCapture(capture, &graph_);
+      if (launched && ended == cudaSuccess && graph_) {
+        if (cudaGraphInstantiate(&exec_, graph_, 0) != cudaSuccess) exec_ = nullptr;
+      }
+    }
+    (void)cudaStreamDestroy(capture);
+    (void)cudaGetLastError();  // a refused capture's error is not the caller's
+  }
+  ~LaunchBlock() {
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
+    if (graph_) (void)cudaGraphDestroy(graph_);
+  }
+  LaunchBlock(const LaunchBlock&) = delete;
+  LaunchBlock& operator=(const LaunchBlock&) = delete;
+  bool captured() const { return exec_ != nullptr; }
+  void launch(cudaStream_t stream) const { TL_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -62,8 +106,9 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
   const size_t n = r.plans.size();
   r.us.assign(n, 0.0);
   if (n == 1) return r;
+  const auto launch_on = [&](size_t c, cudaStream_t s) { gemm(dtype, A, B, D, shape, &r.plans[c], sm_budget, s); };
   const auto launch = [&](size_t c, int reps) {
-    for (int i = 0; i < reps; ++i) gemm(dtype, A, B, D, shape, &r.plans[c], sm_budget, stream);
+    for (int i = 0; i < reps; ++i) launch_on(c, stream);
   };
   // One untimed launch of each (sets its kernel up on the device), then one timed one: the
   // estimate that sizes the blocks.
@@ -82,13 +127,24 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
     slowest_ms = std::max(slowest_ms, ms);
   }
   const int reps = std::clamp(int(std::ceil(kBlockUs / std::max(1.0, 1000.0 * slowest_ms))), 1, kMaxReps);
+  std::vector<std::unique_ptr<LaunchBlock>> block_of(n);
+  bool& graphs = r.from_graphs;  // every plan's block captured, or none timed from graphs: alike for all
+  graphs = true;
+  for (size_t c = 0; c < n && graphs; ++c) {
+    block_of[c] = std::make_unique<LaunchBlock>(reps, [&](cudaStream_t s) { launch_on(c, s); });
+    graphs = block_of[c]->captured();
+  }
   // Blocks of `reps` launches, the candidates interleaved so that clocks and neighbours drift
   // alike for all of them.
   const size_t blocks = n * size_t(tuning.samples);
   Events ev(2 * blocks);
   for (size_t b = 0; b < blocks; ++b) {
     TL_CUDA_CHECK(cudaEventRecord(ev[2 * b], stream));
-    launch(b % n, reps);
+    if (graphs) {
+      block_of[b % n]->launch(stream);
+    } else {
+      launch(b % n, reps);
+    }
     TL_CUDA_CHECK(cudaEventRecord(ev[2 * b + 1], stream));
   }
   TL_CUDA_CHECK(cudaEventSynchronize(ev[2 * blocks - 1]));

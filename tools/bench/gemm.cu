@@ -382,7 +382,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   std::vector<double> tune_ms;  // host time of each shape's tuning
   TL_REQUIRE(!tune || (without == 0 && use == PlanUse::plain),
              "gemm bench: --tune times the plain GEMM's own ranking (no --without, --lib-only or --fused-order)");
-  int tuned_changed = 0;
+  int tuned_changed = 0, tuned_from_graphs = 0;
   for (const auto& s : shapes) {
     Buffers b(s, sets);
     const GemmPlan rule = choose_config(GemmShape{s.M, s.N, s.K}, tilelink::DType::bf16, budget, mask, use);
@@ -393,6 +393,7 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
                                                budget, st, tuning);
       tune_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       tuned_changed += r.best != 0;
+      tuned_from_graphs += r.from_graphs;
       p = r.plans[size_t(r.best)];
     }
     std::string chk = "skipped";
@@ -422,9 +423,10 @@ int run_gemm_bench(const tilelink::bench::Args& args) {
   };
   if (tune) {
     std::sort(tune_ms.begin(), tune_ms.end());
-    std::printf("tuned: the rule's first %d configs%s timed per shape; a later plan kept on %d of %zu shapes; "
-                "tuning took %.1f ms per shape (median), %.1f ms at most\n",
-                tuning.candidates, tuning.divisions ? " and their other divisions" : "", tuned_changed, shapes.size(),
+    std::printf("tuned: the rule's first %d configs%s timed per shape (from CUDA graphs on %d); a later plan kept "
+                "on %d of %zu shapes; tuning took %.1f ms per shape (median), %.1f ms at most\n",
+                tuning.candidates, tuning.divisions ? " and their other divisions" : "", tuned_from_graphs,
+                tuned_changed, shapes.size(),
                 tune_ms.empty() ? 0.0 : tune_ms[tune_ms.size() / 2], tune_ms.empty() ? 0.0 : tune_ms.back());
     print_summary("the rule's plan, same samples: ", rule_ratios);
     print_summary("tuned ", ratios);

@@ -47,11 +47,15 @@ struct GemmTuning {
 std::vector<GemmPlan> tuning_plans(const GemmShape& shape, int sm_budget, const GemmTuning& tuning = {});
 
 // What tuning measured for one shape: the plans timed (tuning_plans' order) and the median
-// microseconds per launch of each; `best` indexes the fastest.
+// microseconds per launch of each; `best` indexes the fastest. Each plan's launches are timed
+// in blocks captured as CUDA graphs, so that the host's cost per call (as long as a small GEMM's
+// kernel) is not what is timed; `from_graphs` is false where the driver refused the capture and
+// the blocks were launched call by call instead.
 struct GemmTuneResult {
   std::vector<GemmPlan> plans;
   std::vector<double> us;
   int best = 0;
+  bool from_graphs = false;
 };
 
 // Times tuning_plans(shape, sm_budget, tuning) on `stream` with the caller's operands — D is

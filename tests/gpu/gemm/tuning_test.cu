@@ -53,6 +53,7 @@ TEST(GemmTuning, TimesTheRulesFirstPlansAndKeepsOneOfThem) {
     EXPECT_EQ(p.check(false).bad, 0) << where << ": D after tuning is the last timed launch's";
     ASSERT_EQ(r.plans.size(), ranked.size()) << where;
     ASSERT_EQ(r.us.size(), r.plans.size());
+    EXPECT_TRUE(r.from_graphs) << where << ": the blocks were not captured as graphs";
     ASSERT_GE(r.best, 0);
     ASSERT_LT(size_t(r.best), r.plans.size());
     for (size_t i = 0; i < r.plans.size(); ++i) {
