@@ -84,6 +84,14 @@ std::vector<GemmPlan> lib_plans() {
   return v;
 }
 
+// A budget below one of the plan's clusters cannot launch it (the engine rejects it before
+// launch): such a plan gets the smallest odd budget that holds a cluster instead.
+int budget_for(const GemmPlan& plan, int budget) {
+  const GemmConfigInfo& c = config_info(plan.config);
+  const int cluster = c.cluster_m * c.cluster_n;
+  return budget > 0 && budget < cluster ? (cluster | 1) : budget;
+}
+
 // Every case x plan x SM budget against the fp32 reference (bitwise in mode 1).
 template <class T>
 void run_plans(int mode, const std::vector<GemmPlan>& plans, std::initializer_list<int> budgets) {
@@ -93,7 +101,8 @@ void run_plans(int mode, const std::vector<GemmPlan>& plans, std::initializer_li
     Problem<T> p(cs, mode, seed);
     for (const GemmPlan& plan : plans) {
       if (!runs_on(plan, p.s)) continue;
-      for (int budget : budgets) {
+      for (int asked : budgets) {
+        const int budget = budget_for(plan, asked);
         p.poison();
         run_gemm(GemmArgs<T>{p.A.ptr, p.B.ptr, p.D.ptr, p.s}, NoHooks{}, plan, budget, nullptr);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << describe(p.s, plan, budget);
