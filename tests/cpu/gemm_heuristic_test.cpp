@@ -269,6 +269,13 @@ TEST(GemmHeuristic, MidSizedRowsChooseByPredictedTime) {
   EXPECT_EQ(plain(463, 264, 3168).config, g::GemmConfig::ppba_64x32_c1x4);
   EXPECT_EQ(plain(509, 360, 2568).config, g::GemmConfig::ppba_64x32_c1x4);
   EXPECT_EQ(plain(306, 272, 4520).config, g::GemmConfig::ppba_64x16_c1x4);
+  // Tens to hundreds of rows, N of a few thousand: the 64x64 tile in a 2x4 cluster (each A tile
+  // multicast to four weight tiles, each B tile to two row tiles). Measured alone: 121 x 2960 x
+  // 2968 1.34x cuBLASLt where the best other config ran 1.02x, 84 x 2680 x 2896 1.08x (0.80x).
+  // Its constants were fitted on M <= 511 only: above, the model does not time it.
+  EXPECT_EQ(plain(121, 2960, 2968).config, g::GemmConfig::pp_64x64_c2x4);
+  EXPECT_EQ(plain(84, 2680, 2896).config, g::GemmConfig::pp_64x64_c2x4);
+  for (int64_t m : {512, 1000, 3000, 8192}) EXPECT_NE(plain(m, 2960, 2968).config, g::GemmConfig::pp_64x64_c2x4) << m;
   // Narrow N, M in the thousands: the wide swapped tiles over many columns of M (one wave of
   // them holds all of B's few weight tiles), where the unswapped tiles' grid is short.
   // 3058 x 448 x 7584 on 32 columns of the clustered 128x96 tile 1.23x cuBLASLt (1x2), the

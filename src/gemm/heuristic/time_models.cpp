@@ -53,6 +53,11 @@ constexpr ConfigTime kMidRowsTimes[] = {
     // rows (463 x 264 x 3168: 0.59x cuBLASLt on the unclustered tile, 1.08x in a 1x4 cluster).
     {GemmConfig::ppba_64x16_c1x2, 2.87, 0.1323},  {GemmConfig::ppba_64x16_c1x4, 2.96, 0.1059},
     {GemmConfig::ppba_64x32_c1x4, 2.85, 0.1294},
+    // The 64x64 tile in a 2x4 cluster (15 clusters a wave), fitted with the others' constants held
+    // on 75 random shapes of M 64-511 (two seeds; docs/PERF.md, "64x64 tiles in 2x4 clusters"):
+    // fitted on either set and judged on the other, the picks ran 0.923x -> 0.979x and 1.005x ->
+    // 1.016x cuBLASLt. Timed only on the rows it was fitted on.
+    {GemmConfig::pp_64x64_c2x4, 3.24, 0.1608, 0.0, 511},
 };
 // No streamed-bytes term; the summing pass or the chained fixups; x the partial sums' bytes
 // (written, read) at 4 TB/s; the stream-K fixup.
@@ -212,7 +217,8 @@ TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, 
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   const TimeModel model = plain_time_model(s.M) == TimeModel::many_rows ? TimeModel::many_rows : TimeModel::mid_rows;
   const ConfigTime* fit = find_time(model, plan.config);
-  return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model)) : -1.0;
+  if (!fit || (fit->max_rows > 0 && s.M > fit->max_rows)) return -1.0;
+  return predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model));
 }
 
 bool few_rows_only(GemmConfig cfg) {

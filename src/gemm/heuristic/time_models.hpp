@@ -48,6 +48,7 @@ struct ConfigTime {
   GemmConfig config;
   double launch_us, k_step_us;  // k_step_us: one K step of a whole wave
   double wave_us = 0.0;         // one wave's cost outside the K loop
+  int64_t max_rows = 0;         // > 0: fitted on outputs of at most this many rows; not timed above
 };
 struct SharedTimes {
   double stream_weight, pass_us, partial_weight, fixup_us;
@@ -66,7 +67,8 @@ inline double predicted_us(const TimeTerms& t, const ConfigTime& c, const Shared
 }
 
 // Predicted microseconds of `plan` at its score's division: with the many_rows constants from
-// kManyRowsMin rows, else the mid_rows ones; < 0 for a config without constants there.
+// kManyRowsMin rows, else the mid_rows ones; < 0 for a config without constants there (or
+// beyond the rows they were fitted on).
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms);
 
 // A plan with its predicted time.
