@@ -6,9 +6,10 @@
 //
 // Reads the bench's CSV (header mode,group,M,N,K,config,...,ms,...,cublas_ms,...,plan) and writes
 // each row back with the model's terms for its plan and its shared constants (the model's form:
-// src/gemm/heuristic/time_models.hpp) and, where the model has constants for the config, those
-// and the predicted time. `rule` (the default) applies the model the plain GEMM uses on the row's
-// shape. mid_rows and many_rows have the same terms (their constants differ). Host only: no GPU.
+// src/gemm/heuristic/time_models.hpp) and, where the model has constants for the config (on rows
+// they were fitted for), those and the predicted time. `rule` (the default) applies the model the
+// plain GEMM uses on the row's shape. mid_rows and many_rows have the same terms (their constants
+// differ). Host only: no GPU.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
     std::printf("%s,%s,%.9g,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), kModelNames[int(model)], t.work, t.waves,
                 t.streamed_us, t.passes, t.partial_us, t.fixups, sh.stream_weight, sh.pass_us, sh.partial_weight,
                 sh.fixup_us);
-    if (const auto c = h::config_time(model, plan.config))
+    const auto c = h::config_time(model, plan.config);
+    if (c && h::fitted_for(*c, s.M))
       std::printf(",%g,%g,%g,%.9g\n", c->launch_us, c->k_step_us, c->wave_us, h::predicted_us(t, *c, sh));
     else
       std::printf(",,,,\n");

@@ -217,7 +217,7 @@ TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, 
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   const TimeModel model = plain_time_model(s.M) == TimeModel::many_rows ? TimeModel::many_rows : TimeModel::mid_rows;
   const ConfigTime* fit = find_time(model, plan.config);
-  if (!fit || (fit->max_rows > 0 && s.M > fit->max_rows)) return -1.0;
+  if (!fit || !fitted_for(*fit, s.M)) return -1.0;
   return predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model));
 }
 

@@ -50,6 +50,8 @@ struct ConfigTime {
   double wave_us = 0.0;         // one wave's cost outside the K loop
   int64_t max_rows = 0;         // > 0: fitted on outputs of at most this many rows; not timed above
 };
+// Whether `c`'s constants hold on an output of `rows` rows.
+inline bool fitted_for(const ConfigTime& c, int64_t rows) { return c.max_rows <= 0 || rows <= c.max_rows; }
 struct SharedTimes {
   double stream_weight, pass_us, partial_weight, fixup_us;
 };
