@@ -58,7 +58,7 @@ class LaunchBlock {
       try {
         for (int i = 0; i < reps; ++i) launch(capture);
       } catch (const std::exception&) {
-        launched = false;  // a launch the capture refused; the call-by-call blocks will report real faults
+        launched = false;  // refused under capture; timed call by call, real faults surface there
       }
       const cudaError_t ended = cudaStreamEndCapture(capture, &graph_);
       if (launched && ended == cudaSuccess && graph_) {
@@ -128,11 +128,10 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
   }
   const int reps = std::clamp(int(std::ceil(kBlockUs / std::max(1.0, 1000.0 * slowest_ms))), 1, kMaxReps);
   std::vector<std::unique_ptr<LaunchBlock>> block_of(n);
-  bool& graphs = r.from_graphs;  // every plan's block captured, or none timed from graphs: alike for all
-  graphs = true;
-  for (size_t c = 0; c < n && graphs; ++c) {
+  r.from_graphs = true;  // every plan's block captured, or none timed from graphs: alike for all
+  for (size_t c = 0; c < n && r.from_graphs; ++c) {
     block_of[c] = std::make_unique<LaunchBlock>(reps, [&](cudaStream_t s) { launch_on(c, s); });
-    graphs = block_of[c]->captured();
+    r.from_graphs = block_of[c]->captured();
   }
   // Blocks of `reps` launches, the candidates interleaved so that clocks and neighbours drift
   // alike for all of them.
@@ -140,7 +139,7 @@ GemmTuneResult tune_plain_gemm(DType dtype, const void* A, const void* B, void* 
   Events ev(2 * blocks);
   for (size_t b = 0; b < blocks; ++b) {
     TL_CUDA_CHECK(cudaEventRecord(ev[2 * b], stream));
-    if (graphs) {
+    if (r.from_graphs) {
       block_of[b % n]->launch(stream);
     } else {
       launch(b % n, reps);
