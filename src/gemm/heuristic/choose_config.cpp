@@ -1,7 +1,7 @@
 // choose_config: the engine's config heuristic over a mask of configs (docs/GEMM.md, "Heuristic"),
 // its ranking of every plan it may choose (what tuning times), and the plain GEMM's per-thread
 // cache of its plans. Pure functions of the shape, the mask and the SM count, pinned by
-// tests/cpu/gemm_heuristic_test.cpp.
+// tests/cpu/gemm_heuristic_test.cpp (the picks) and gemm_plans_test.cpp (the ranking, the cache).
 #include <cuda_runtime.h>
 
 #include <algorithm>
