@@ -109,4 +109,22 @@ TEST(GemmTimeModels, TermsOnHandWorkedShapes) {
   EXPECT_TRUE(h::config_time(h::TimeModel::few_rows, g::GemmConfig::ppba_64x16_c4x1).has_value());
 }
 
+// Constants fitted on a band of rows hold there only: the 2x4-cluster tile's mid-rows constants
+// (fitted on 64-511 rows) are looked up to 511 rows and not from 512, where the rule's predicted
+// time for it is none (< 0); constants without a bound hold on every row of their model.
+TEST(GemmTimeModels, ConstantsHoldOnTheRowsTheyWereFittedOn) {
+  namespace h = g::heuristic;
+  const g::GemmConfig bounded = g::GemmConfig::pp_64x64_c2x4;
+  const auto c = h::config_time(h::TimeModel::mid_rows, bounded);
+  ASSERT_TRUE(c.has_value());
+  ASSERT_GT(c->max_rows, 0);
+  EXPECT_TRUE(h::config_time(h::TimeModel::mid_rows, bounded, c->max_rows).has_value());
+  EXPECT_FALSE(h::config_time(h::TimeModel::mid_rows, bounded, c->max_rows + 1).has_value());
+  EXPECT_GT(h::plain_time_us(g::packed({c->max_rows, 2960, 2968}), g::GemmPlan{bounded}, 132), 0.0);
+  EXPECT_LT(h::plain_time_us(g::packed({c->max_rows + 1, 2960, 2968}), g::GemmPlan{bounded}, 132), 0.0);
+  const g::GemmConfig unbounded = g::GemmConfig::ppba_64x16_c1x4;
+  ASSERT_EQ(h::config_time(h::TimeModel::mid_rows, unbounded)->max_rows, 0);
+  EXPECT_TRUE(h::config_time(h::TimeModel::mid_rows, unbounded, 4095).has_value());
+}
+
 }  // namespace

@@ -102,8 +102,7 @@ int main(int argc, char** argv) {
     std::printf("%s,%s,%.9g,%.9g,%.9g,%g,%.9g,%g,%g,%g,%g,%g", line.c_str(), kModelNames[int(model)], t.work, t.waves,
                 t.streamed_us, t.passes, t.partial_us, t.fixups, sh.stream_weight, sh.pass_us, sh.partial_weight,
                 sh.fixup_us);
-    const auto c = h::config_time(model, plan.config);
-    if (c && h::fitted_for(*c, s.M))
+    if (const auto c = h::config_time(model, plan.config, s.M))
       std::printf(",%g,%g,%g,%.9g\n", c->launch_us, c->k_step_us, c->wave_us, h::predicted_us(t, *c, sh));
     else
       std::printf(",,,,\n");

@@ -190,6 +190,15 @@ const ConfigTime* find_time(TimeModel model, GemmConfig cfg) {
   return nullptr;
 }
 
+// Whether a config's constants hold on an output of `rows` rows (ConfigTime::max_rows).
+bool holds_on(const ConfigTime& t, int64_t rows) { return t.max_rows <= 0 || rows <= t.max_rows; }
+
+// find_time, where the constants hold on an output of `rows` rows.
+const ConfigTime* find_time(TimeModel model, GemmConfig cfg, int64_t rows) {
+  const ConfigTime* t = find_time(model, cfg);
+  return t && holds_on(*t, rows) ? t : nullptr;
+}
+
 bool timed_from_64_rows(GemmConfig cfg) {
   return find_time(kMidRowsTimes, cfg) != nullptr || find_time(kManyRowsTimes, cfg) != nullptr;
 }
@@ -198,6 +207,11 @@ bool timed_from_64_rows(GemmConfig cfg) {
 
 std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg) {
   const ConfigTime* t = find_time(model, cfg);
+  return t ? std::optional<ConfigTime>(*t) : std::nullopt;
+}
+
+std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg, int64_t rows) {
+  const ConfigTime* t = find_time(model, cfg, rows);
   return t ? std::optional<ConfigTime>(*t) : std::nullopt;
 }
 
@@ -216,9 +230,8 @@ TimeTerms time_terms(TimeModel model, const GemmShape& s, const GemmPlan& plan, 
 
 double plain_time_us(const GemmShape& s, const GemmPlan& plan, int sms) {
   const TimeModel model = plain_time_model(s.M) == TimeModel::many_rows ? TimeModel::many_rows : TimeModel::mid_rows;
-  const ConfigTime* fit = find_time(model, plan.config);
-  if (!fit || !fitted_for(*fit, s.M)) return -1.0;
-  return predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model));
+  const ConfigTime* fit = find_time(model, plan.config, s.M);
+  return fit ? predicted_us(mid_rows_terms(s, plan, sms), *fit, shared_times(model)) : -1.0;
 }
 
 bool few_rows_only(GemmConfig cfg) {
@@ -231,7 +244,7 @@ std::vector<TimedPlan> few_rows_plans(const GemmShape& s, uint64_t allowed, int 
   std::vector<TimedPlan> plans;
   for (const ConfigTime& fit : kFewRowsTimes) {
     const GemmConfigInfo& c = config_info(fit.config);
-    if (!(allowed & config_bit(fit.config)) || c.cluster_m * c.cluster_n > sms) continue;
+    if (!(allowed & config_bit(fit.config)) || c.cluster_m * c.cluster_n > sms || !holds_on(fit, s.M)) continue;
     const auto sliced = [&](int splits) {
       return splits > 1 ? GemmPlan{fit.config, Raster::along_n, 1, Decomposition::split_k_reduce, splits}
                         : GemmPlan{fit.config};

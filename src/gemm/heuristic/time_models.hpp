@@ -50,14 +50,15 @@ struct ConfigTime {
   double wave_us = 0.0;         // one wave's cost outside the K loop
   int64_t max_rows = 0;         // > 0: fitted on outputs of at most this many rows; not timed above
 };
-// Whether `c`'s constants hold on an output of `rows` rows.
-inline bool fitted_for(const ConfigTime& c, int64_t rows) { return c.max_rows <= 0 || rows <= c.max_rows; }
 struct SharedTimes {
   double stream_weight, pass_us, partial_weight, fixup_us;
 };
 
 // The model's constants: the config's (nullopt where the model has none) and the shared ones.
 std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg);
+// The config's constants where they hold on an output of `rows` rows: nullopt also beyond the
+// rows they were fitted on (ConfigTime::max_rows). What the rule and the fitting tool time by.
+std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg, int64_t rows);
 SharedTimes shared_times(TimeModel model);
 
 // The terms of `plan` on the shape under `model` (any config: its tile and cluster set them).
