@@ -4,7 +4,7 @@
     # on the GPU
     tilelink-bench gemm --sweep-random 100 --seed S [--alone | --tune] --csv bench.csv
     # here
-    scripts/gemm_report.py bench.csv [more.csv ...] [--config NAME [--margin 0.02]] [--list]
+    scripts/gemm_report.py bench.csv [more.csv ...] [--config NAME [--margin 0.02]] [--versus A B] [--list]
 
 Every ratio is cuBLASLt's time over the engine's (the CSV's `ratio`, > 1: the engine is faster),
 summarized per band of M as the project reports them (1-63, 64-511, 512-4095, 4096+ rows): the
@@ -15,7 +15,9 @@ kind of row the files hold:
   best-of   the fastest config of each shape, each as the rule runs it alone (`alone` rows)
 With --config NAME (and `alone` rows): the best-of without that config, and the shapes where it
 beats every other config by more than --margin (what a new config is judged by before it joins a
-time model). --list prints the rule's shapes below 0.90x with its plan and cuBLASLt's algorithm.
+time model). --versus A B (`alone` rows): A's time over B's on each shape both ran, by band (the
+geometric mean, the least and the most): how two configs compare, e.g. a tile in a 2x2 cluster
+against its 2-CTA twin on one GPU model and another. --list prints the rule's shapes below 0.90x with its plan and cuBLASLt's algorithm.
 A shape measured in several files counts once per file (different seeds give different shapes).
 """
 from __future__ import annotations
@@ -101,6 +103,25 @@ def config_wins(alone: dict[tuple, dict[str, float]], config: str, margin: float
     return sorted(wins, key=lambda w: w[0][1:]), without
 
 
+def versus(alone: dict[tuple, dict[str, float]], a: str, b: str) -> dict[tuple, float]:
+    """A's time over B's on each shape where both ran alone (the ratios are cuBLASLt's time over
+    the config's, so the time ratio is B's ratio over A's)."""
+    return {key: r[b] / r[a] for key, r in alone.items() if a in r and b in r}
+
+
+def print_versus(a: str, b: str, times: dict[tuple, float]) -> None:
+    print(f"{a} time / {b} time (< 1: {a} is faster)")
+    print(f"  {'M':<10} {'shapes':>6} {'geomean':>8} {'least':>6} {'most':>6}")
+    by_band: dict[str, list[float]] = defaultdict(list)
+    for key, t in times.items():
+        by_band[band_of(key[1])].append(t)
+    by_band["all"] = list(times.values())
+    for band in [band_name(lo, hi) for lo, hi in BANDS] + ["all"]:
+        v = by_band.get(band)
+        if v:
+            print(f"  {band:<10} {len(v):>6} {geomean(v):>8.3f} {min(v):>6.3f} {max(v):>6.3f}")
+
+
 def print_table(title: str, ratios: dict[tuple, float]) -> None:
     if not ratios:
         return
@@ -115,6 +136,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("csv", nargs="+", help="tilelink-bench gemm --csv files")
     ap.add_argument("--config", help="a config to judge against the others (needs --alone rows)")
     ap.add_argument("--margin", type=float, default=0.02, help="how much faster a win must be (default 0.02)")
+    ap.add_argument("--versus", nargs=2, metavar=("A", "B"), help="config A's time over config B's (--alone rows)")
     ap.add_argument("--list", action="store_true", help="list the rule's shapes below 0.90x")
     args = ap.parse_args(argv)
     data = read(args.csv)
@@ -135,6 +157,12 @@ def main(argv: list[str]) -> int:
               f"{len(without)} shapes")
         for key, mine, other, which in wins:
             print(f"  {key[1]} x {key[2]} x {key[3]}: {mine:.3f}x against {other:.3f}x ({which})")
+    if args.versus:
+        times = versus(data["alone"], *args.versus)
+        if not times:
+            print(f"gemm_report: no shape where both {args.versus[0]} and {args.versus[1]} ran alone", file=sys.stderr)
+            return 1
+        print_versus(*args.versus, times)
     if args.list:
         low = sorted((k for k, r in data["rule"].items() if r < FLOOR), key=lambda k: data["rule"][k])
         print(f"rule below {FLOOR:.2f}x: {len(low)} shapes")

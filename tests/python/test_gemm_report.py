@@ -9,6 +9,8 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("gemm_report", ROOT / "scripts" / "gemm_report.py")
 report = importlib.util.module_from_spec(spec)
@@ -93,3 +95,27 @@ def test_the_same_shape_in_two_files_counts_twice_and_bad_rows_are_refused(tmp_p
         raise AssertionError("a zero ratio was accepted")
     write_rows(tmp_path / "e.csv", [("sweep", 100, 1000, 1000, "cfg_a", 1.0)])
     assert report.main([str(tmp_path / "e.csv")]) == 1
+
+
+def test_versus_is_the_time_ratio_on_shapes_both_ran(tmp_path):
+    print(f"seed {SEED:#x}")
+    r = random.Random(SEED)
+    rows, want = [], {}
+    for m in [70, 300, 900, 5000] + [r.randint(64, 16384) for _ in range(20)]:
+        n, k = 8 * r.randint(32, 4096), 8 * r.randint(32, 4096)
+        a, b = r.uniform(0.5, 1.3), r.uniform(0.5, 1.3)
+        rows += [("alone", m, n, k, "cfg_a", a), ("alone", m, n, k, "cfg_b", b)]
+        want[(m, n, k)] = b / a  # ratios are cuBLASLt's time over the config's
+    rows.append(("alone", 123, 2048, 2048, "cfg_a", 1.0))  # cfg_b never ran here: left out
+    write_rows(tmp_path / "v.csv", rows)
+    got = report.versus(report.read([str(tmp_path / "v.csv")])["alone"], "cfg_a", "cfg_b")
+    assert {k[1:]: v for k, v in got.items()} == pytest.approx(want)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert report.main([str(tmp_path / "v.csv"), "--versus", "cfg_a", "cfg_b"]) == 0
+    last = out.getvalue().strip().splitlines()[-1].split()
+    v = list(want.values())
+    assert last[0] == "all" and int(last[1]) == len(v)
+    assert float(last[2]) == pytest.approx(math.exp(sum(map(math.log, v)) / len(v)), abs=6e-4)
+    assert float(last[3]) == pytest.approx(min(v), abs=6e-4) and float(last[4]) == pytest.approx(max(v), abs=6e-4)
+    assert report.main([str(tmp_path / "v.csv"), "--versus", "cfg_a", "cfg_c"]) == 1
