@@ -17,7 +17,8 @@ With --config NAME (and `alone` rows): the best-of without that config, and the 
 beats every other config by more than --margin (what a new config is judged by before it joins a
 time model). --versus A B (`alone` rows): A's time over B's on each shape both ran, by band (the
 geometric mean, the least and the most): how two configs compare, e.g. a tile in a 2x2 cluster
-against its 2-CTA twin on one GPU model and another. --list prints the rule's shapes below 0.90x with its plan and cuBLASLt's algorithm.
+against its 2-CTA twin on one GPU model and another. --list prints the rule's shapes below 0.90x
+with its plan and cuBLASLt's algorithm.
 A shape measured in several files counts once per file (different seeds give different shapes).
 """
 from __future__ import annotations
