@@ -120,7 +120,9 @@ TEST(GemmHeuristic, ShortGridsSplitKAcrossIdleSms) {
 
 // Tens to a few hundred rows: the wide swapped tiles, where the unswapped ones pad M and their tile
 // count along N alone sets the waves.
-bool wide_swapped(const g::GemmConfigInfo& c) { return c.operands == g::GemmOperands::ba && c.tile_m >= 128 && c.tile_n >= 96; }
+bool wide_swapped(const g::GemmConfigInfo& c) {
+  return c.operands == g::GemmOperands::ba && c.tile_m >= 128 && c.tile_n >= 96;
+}
 
 TEST(GemmHeuristic, TensToHundredsOfRowsTakeAWideSwappedTile) {
   // Measured (tilelink-bench gemm --divisions): 85 x 26984 x 1120 on one 128x96 column 1.02x
