@@ -72,20 +72,19 @@ def read(paths: list[str]) -> dict[str, dict]:
     return out
 
 
+def banded(values: dict[tuple, float]) -> list[tuple[str, list[float]]]:
+    """The values by band of M (the key's second field), bands without values left out, then
+    `all` where there are any."""
+    by_band: dict[str, list[float]] = defaultdict(list)
+    for key, v in values.items():
+        by_band[band_of(key[1])].append(v)
+    rows = [(band_name(lo, hi), by_band[band_name(lo, hi)]) for lo, hi in BANDS if by_band.get(band_name(lo, hi))]
+    return rows + [("all", list(values.values()))] if values else rows
+
+
 def summary(ratios: dict[tuple, float]) -> list[tuple[str, int, float, int, float]]:
     """(band, shapes, geomean, below FLOOR, worst) per band that has shapes, then `all`."""
-    by_band: dict[str, list[float]] = defaultdict(list)
-    for key, r in ratios.items():
-        by_band[band_of(key[1])].append(r)
-    rows = []
-    for lo, hi in BANDS:
-        v = by_band.get(band_name(lo, hi))
-        if v:
-            rows.append((band_name(lo, hi), len(v), geomean(v), sum(x < FLOOR for x in v), min(v)))
-    if ratios:
-        v = list(ratios.values())
-        rows.append(("all", len(v), geomean(v), sum(x < FLOOR for x in v), min(v)))
-    return rows
+    return [(band, len(v), geomean(v), sum(x < FLOOR for x in v), min(v)) for band, v in banded(ratios)]
 
 
 def config_wins(alone: dict[tuple, dict[str, float]], config: str, margin: float):
@@ -113,14 +112,8 @@ def versus(alone: dict[tuple, dict[str, float]], a: str, b: str) -> dict[tuple, 
 def print_versus(a: str, b: str, times: dict[tuple, float]) -> None:
     print(f"{a} time / {b} time (< 1: {a} is faster)")
     print(f"  {'M':<10} {'shapes':>6} {'geomean':>8} {'least':>6} {'most':>6}")
-    by_band: dict[str, list[float]] = defaultdict(list)
-    for key, t in times.items():
-        by_band[band_of(key[1])].append(t)
-    by_band["all"] = list(times.values())
-    for band in [band_name(lo, hi) for lo, hi in BANDS] + ["all"]:
-        v = by_band.get(band)
-        if v:
-            print(f"  {band:<10} {len(v):>6} {geomean(v):>8.3f} {min(v):>6.3f} {max(v):>6.3f}")
+    for band, v in banded(times):
+        print(f"  {band:<10} {len(v):>6} {geomean(v):>8.3f} {min(v):>6.3f} {max(v):>6.3f}")
 
 
 def print_table(title: str, ratios: dict[tuple, float]) -> None:

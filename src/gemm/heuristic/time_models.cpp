@@ -203,16 +203,14 @@ bool timed_from_64_rows(GemmConfig cfg) {
   return find_time(kMidRowsTimes, cfg) != nullptr || find_time(kManyRowsTimes, cfg) != nullptr;
 }
 
+std::optional<ConfigTime> copy_of(const ConfigTime* t) { return t ? std::optional<ConfigTime>(*t) : std::nullopt; }
+
 }  // namespace
 
-std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg) {
-  const ConfigTime* t = find_time(model, cfg);
-  return t ? std::optional<ConfigTime>(*t) : std::nullopt;
-}
+std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg) { return copy_of(find_time(model, cfg)); }
 
 std::optional<ConfigTime> config_time(TimeModel model, GemmConfig cfg, int64_t rows) {
-  const ConfigTime* t = find_time(model, cfg, rows);
-  return t ? std::optional<ConfigTime>(*t) : std::nullopt;
+  return copy_of(find_time(model, cfg, rows));
 }
 
 SharedTimes shared_times(TimeModel model) {
