@@ -29,6 +29,7 @@
 #include "ops/common/nvshmem_launch.hpp"
 #include "ops/common/op_call.hpp"
 #include "ops/common/op_gemm.hpp"
+#include "ops/common/rank_split.hpp"
 #include "ops/common/rules.hpp"
 #include "ops/common/side_stream.hpp"
 #include "ops/common/uniform_check.hpp"
@@ -185,7 +186,8 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
                                            {{"m_per_rank", a.m_per_rank}, {"k", a.k}, {"dtype", int64_t(a.dtype)},
                                             {"mode", int64_t(o.mode)}, {"engine", int64_t(o.engine)},
                                             {"comm_sms", o.comm_sms}, {"chunk_rows", o.chunk_rows},
-                                            {"communicate", o.communicate}, {"path", int64_t(path)}},
+                                            {"communicate", o.communicate}, {"path", int64_t(path)},
+                                            {"split", int64_t(o.split)}},
                                            {{"n", a.n}})[0];
   const bool overlap = path == OpPath::fused;
 
@@ -238,7 +240,11 @@ static void ag_gemm_enqueue(Context& ctx, const AgGemmArgs& a, const AgGemmOptio
   // NCCL (or nothing) then one cuBLAS GEMM: no kernel of this call reads the call's epoch (the
   // wait for pull readers compares with the device word pull_epoch), so the call need not pay a
   // kernel to advance it — a few us, which decode-sized calls would feel against NCCL + cuBLAS.
-  const bool split = !overlap && world > 1 && !ctx.capturing() && ops::ag_gemm_split_decomposed(topology_of(ctx), a);
+  // Whether the split pays is judged on the largest N, which every rank agrees on.
+  AgGemmArgs widest = a;
+  widest.n = n_max;
+  const bool split =
+      !overlap && ops::split_by_rank(ctx, o.split, ops::ag_gemm_split_decomposed(topology_of(ctx), widest), kOp);
   const bool collective_then_gemm = !overlap && !split && (world == 1 || ctx.max_ranks_per_gpu() == 1);
   if (collective_then_gemm) ctx.begin_op(kOp);
   else ctx.begin_op(kOp, main);

@@ -3,6 +3,7 @@
 
 #include "ops/common/op_call.hpp"
 #include "ops/common/fused_reduce.hpp"
+#include "ops/common/rank_split.hpp"
 #include "ops/gemm_rs/per_rank_gemms.hpp"
 
 namespace tilelink {
@@ -25,11 +26,12 @@ static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptio
   r.k_plan = st.uniform.require(ctx, kOp,
                                 {{"m", a.m}, {"n", a.n}, {"dtype", int64_t(a.dtype)}, {"path", int64_t(path)},
                                  {"algo", int64_t(sched.algo)}, {"mode", int64_t(sched.mode)},
-                                 {"comm_sms", o.comm_sms}},
+                                 {"comm_sms", o.comm_sms}, {"split", int64_t(o.split)}},
                                 {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
-  else if (!ctx.capturing() && ops::gemm_rs_split_decomposed(topology_of(ctx), a))
-    // Not in a graph: its copies between GPUs are what stalled first replays of ag_gemm graphs.
+  // Not in a graph unless asked (split_by_rank): copies between GPUs stalled first replays of
+  // ag_gemm graphs.
+  else if (ops::split_by_rank(ctx, o.split, ops::gemm_rs_split_decomposed(topology_of(ctx), a), kOp))
     ops::per_rank_gemms_reduce_scatter(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
 }

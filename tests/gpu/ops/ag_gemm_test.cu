@@ -146,6 +146,21 @@ TEST_P(AgGemm, OddShapesAndFp16) {
   }
 }
 
+TEST_P(AgGemm, DecomposedSplitByRankOrWhole) {
+  // The decomposed path split by rank (a cuBLAS GEMM per rank's rows beside copy-engine pulls; here
+  // on any topology, ranks sharing a GPU too) and whole (the gather, then one GEMM; on a shared GPU
+  // the copy engines gather in chunks of chunk_rows rows, the last one shorter here): C must not
+  // notice.
+  const Shape s{1031, 1000, 2056};
+  for (int chunk_rows : {0, 384})
+    for (tilelink::RankSplit split : {tilelink::RankSplit::split, tilelink::RankSplit::whole}) {
+      const Mode mode{CommMode::pull, CommEngine::sm, tilelink::OpPath::decomposed, chunk_rows, split};
+      const uint64_t seed = tt::fresh_seed();
+      SCOPED_TRACE(tt::seed_trace(seed) + " mode " + mode_name(mode));
+      run_case(world(), s, DType::bf16, mode, seed);
+    }
+}
+
 // 1,000 back-to-back calls with random shapes and modes, rank 1 starting late; every 50th call is
 // checked against the reference (all calls must complete without a timeout and agree in shape).
 TEST_P(AgGemm, StressRandomShapesOneRankLate) {

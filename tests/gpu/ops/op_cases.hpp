@@ -23,6 +23,8 @@ struct AgMode {
   CommMode mode;
   CommEngine engine;
   OpPath path = OpPath::fused;
+  int chunk_rows = 0;  // 0: the op's default
+  RankSplit split = RankSplit::automatic;
 };
 inline constexpr AgMode kAgModes[] = {{CommMode::push, CommEngine::copy_engine},
                                       {CommMode::pull, CommEngine::copy_engine},
@@ -30,11 +32,14 @@ inline constexpr AgMode kAgModes[] = {{CommMode::push, CommEngine::copy_engine},
                                       {CommMode::pull, CommEngine::sm},
                                       {CommMode::push, CommEngine::sm, OpPath::decomposed},
                                       {CommMode::pull, CommEngine::sm, OpPath::decomposed},
+                                      {CommMode::push, CommEngine::sm, OpPath::decomposed, 0, RankSplit::split},
                                       {CommMode::push, CommEngine::sm, OpPath::automatic}};
 inline constexpr int kNumAgModes = int(sizeof(kAgModes) / sizeof(kAgModes[0]));
 
 inline std::string mode_name(const AgMode& m) {
-  return std::string(comm_mode_name(m.mode)) + "/" + comm_engine_name(m.engine) + "/" + op_path_name(m.path);
+  return std::string(comm_mode_name(m.mode)) + "/" + comm_engine_name(m.engine) + "/" + op_path_name(m.path) +
+         (m.chunk_rows ? "/chunk_rows " + std::to_string(m.chunk_rows) : "") +
+         (m.split != RankSplit::automatic ? std::string("/split ") + rank_split_name(m.split) : "");
 }
 
 inline AgGemmOptions ag_options(const AgMode& m) {
@@ -42,6 +47,8 @@ inline AgGemmOptions ag_options(const AgMode& m) {
   o.mode = m.mode;
   o.engine = m.engine;
   o.path = m.path;
+  o.chunk_rows = m.chunk_rows;
+  o.split = m.split;
   return o;
 }
 
@@ -52,10 +59,12 @@ struct ReduceVariant {
   CommMode mode;
   ArAlgo ar_algo;
   ReducePath path;
+  RankSplit split = RankSplit::automatic;  // gemm_rs's decomposed path
   std::string name() const {
     std::string s = all_reduce ? std::string("ar/") + ar_algo_name(ar_algo)
                                : std::string("rs/") + rs_algo_name(rs_algo) + "/" + comm_mode_name(mode);
-    return s + (path == ReducePath::decomposed ? "/decomposed" : path == ReducePath::fused ? "/fused" : "/auto");
+    return s + (path == ReducePath::decomposed ? "/decomposed" : path == ReducePath::fused ? "/fused" : "/auto") +
+           (split != RankSplit::automatic ? std::string("/split ") + rank_split_name(split) : "");
   }
   // The fused ring rounds every running sum to the dtype, and so may NCCL's ring (the decomposed
   // path with one GPU per rank); the fused full-mesh and all-reduce kernels sum in fp32 once.
@@ -70,6 +79,8 @@ inline std::vector<ReduceVariant> all_reduce_variants() {
   for (RsAlgo a : {RsAlgo::ring, RsAlgo::full_mesh})
     for (CommMode m : {CommMode::push, CommMode::pull}) v.push_back({false, a, m, ArAlgo::automatic, ReducePath::fused});
   v.push_back({false, RsAlgo::ring, CommMode::push, ArAlgo::automatic, ReducePath::decomposed});
+  // Split by rank on any topology with load/store peers (ranks sharing a GPU too).
+  v.push_back({false, RsAlgo::full_mesh, CommMode::push, ArAlgo::automatic, ReducePath::decomposed, RankSplit::split});
   for (ArAlgo a : {ArAlgo::one_shot, ArAlgo::two_shot})
     v.push_back({true, RsAlgo::ring, CommMode::pull, a, ReducePath::fused});
   v.push_back({true, RsAlgo::ring, CommMode::pull, ArAlgo::one_shot, ReducePath::decomposed});
@@ -91,6 +102,7 @@ inline void call_reduce(Context& ctx, const ReduceVariant& v, DType dt, const vo
     o.path = v.path;
     o.algo = v.rs_algo;
     o.mode = v.mode;
+    o.split = v.split;
     gemm_rs(ctx, {dt, a, b, c, m, n, k}, o);
   }
 }

@@ -125,6 +125,7 @@ void ag_gemm_case(Context& ctx, const tt::AgMode& mode, DType dt, int64_t mpr, i
 // is NCCL's all-gather (a GPU per rank); the automatic choice picks one of those.
 bool ag_mode_runs(const Context& ctx, const tt::AgMode& m) {
   if (!nvshmem_only(ctx) || ctx.num_ranks() == 1 || m.path == OpPath::automatic) return true;
+  if (m.split == tilelink::RankSplit::split) return false;  // copy-engine moves between load/store peers
   if (m.path == OpPath::decomposed) return ctx.max_ranks_per_gpu() == 1;
   return m.mode == tilelink::CommMode::push && m.engine == tilelink::CommEngine::sm;
 }
@@ -194,6 +195,7 @@ void reduce_case(Context& ctx, const tt::ReduceVariant& v, DType dt, int64_t m, 
 // push (which the automatic schedules pick there); the other schedules refuse.
 bool reduce_variant_runs(const Context& ctx, const tt::ReduceVariant& v) {
   if (!nvshmem_only(ctx) || ctx.num_ranks() == 1) return true;
+  if (v.split == tilelink::RankSplit::split) return false;  // copy-engine moves between load/store peers
   if (v.all_reduce) return v.ar_algo == tilelink::ArAlgo::automatic || v.ar_algo == tilelink::ArAlgo::two_shot;
   return v.rs_algo == tilelink::RsAlgo::automatic ||
          (v.rs_algo == tilelink::RsAlgo::full_mesh && v.mode == tilelink::CommMode::push);

@@ -51,6 +51,7 @@ struct AgGemmOptions {
   CommEngine engine = CommEngine::sm;
   int comm_sms = 0;          // CommEngine::sm: SMs given to the gather kernel (0: automatic)
   int chunk_rows = 0;        // rows per gathered chunk (0: automatic, docs/OPS.md)
+  RankSplit split = RankSplit::automatic;  // the decomposed path's division (tilelink/ops/path.hpp)
   // false: skip the gather and use the A already gathered on this rank by an earlier call with
   // the same shape and path (benchmarks of the compute part; bitwise checks against the full op).
   bool communicate = true;

@@ -45,6 +45,7 @@ struct GemmRsOptions {
   RsAlgo algo = RsAlgo::automatic;  // automatic also picks `mode` (gemm_rs_choose_algo)
   CommMode mode = CommMode::push;
   int comm_sms = 0;  // SMs for the reduction kernel (0: automatic, 16-32 on a whole GPU)
+  RankSplit split = RankSplit::automatic;  // the decomposed path's division (tilelink/ops/path.hpp)
   // The stream the call runs on (unset: ctx.stream()). A context's calls run one after another
   // whatever their streams: a call on another stream than the previous one waits for it.
   std::optional<cudaStream_t> stream;
