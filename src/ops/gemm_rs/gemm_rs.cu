@@ -29,8 +29,8 @@ static void gemm_rs_enqueue(Context& ctx, const GemmRsArgs& a, const GemmRsOptio
                                  {"comm_sms", o.comm_sms}, {"split", int64_t(o.split)}},
                                 {{"k", a.k}})[0];
   if (path == ReducePath::fused) ops::fused_reduce(ctx, st, r);
-  // Not in a graph unless asked (split_by_rank): copies between GPUs stalled first replays of
-  // ag_gemm graphs.
+  // Never in a graph capture (split_by_rank): copies between GPUs stalled first replays of ag_gemm
+  // graphs.
   else if (ops::split_by_rank(ctx, o.split, ops::gemm_rs_split_decomposed(topology_of(ctx), a), kOp))
     ops::per_rank_gemms_reduce_scatter(ctx, st, r);
   else ops::decomposed_reduce(ctx, st, r);
