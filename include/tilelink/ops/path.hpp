@@ -18,9 +18,9 @@ inline const char* op_path_name(OpPath p) {
 // How the decomposed path of ag_gemm and gemm_rs divides its GEMM when the peers are reachable by
 // load/store. split: one cuBLAS GEMM per rank's block beside copy-engine transfers (async-TP's
 // structure); whole: the collective and one GEMM. automatic: split where the op's rule says it pays
-// (one GPU per rank, >= 4 MiB moved and >= 4 GFLOP per rank). `split` runs it on ranks sharing a
-// GPU too, where it only costs: to check or time its synchronisation on any machine. Not in a CUDA
-// graph capture (its copies between GPUs stalled first replays) and not over NVSHMEM
+// (one GPU per rank, enough bytes moved and FLOPs per rank: docs/OPS.md). `split` runs it on ranks
+// sharing a GPU too, where it only costs: to check or time its synchronisation on any machine. Not
+// in a CUDA graph capture (its copies between GPUs stalled first replays) and not over NVSHMEM
 // put-with-signal: asked for there, the op refuses before launching.
 enum class RankSplit : int32_t { automatic = 0, split = 1, whole = 2 };
 inline const char* rank_split_name(RankSplit s) {
