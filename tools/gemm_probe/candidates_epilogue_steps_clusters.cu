@@ -6,4 +6,3 @@
 TILELINK_PROBE_CANDIDATE(ppba_64x48_c4x2, 64, 48, 4, 2, pingpong, ba)
 TILELINK_PROBE_CANDIDATE_EPI(ppba_64x48_c4x2_e48, 64, 48, 4, 2, pingpong, ba, 48)
 TILELINK_PROBE_CANDIDATE_EPI(ppba_64x80_c4x2_e80, 64, 80, 4, 2, pingpong, ba, 80)
-TILELINK_PROBE_CANDIDATE_EPI(cpba_256x144_c1x2_e48, 256, 144, 1, 2, cooperative, ba, 48)
